@@ -1,0 +1,234 @@
+"""CartPole-v1, identical to Gymnasium's ``gymnasium/envs/classic_control/cartpole.py``.
+
+Description
+    A pole is attached by an un-actuated joint to a cart moving along a frictionless track
+    (Barto, Sutton and Anderson, 1983). The pole starts upright; push the cart left or right
+    to keep it balanced.
+Action Space
+    ``Discrete(2)``: 0 pushes the cart left, 1 pushes it right, with ``force_mag`` newtons.
+Observation Space
+    ``Box((4,), float32)``: cart position, cart velocity, pole angle, pole angular velocity.
+Rewards
+    +1 every step, the terminating step included; with ``sutton_barto_reward=1``, 0 each
+    step and -1 on the terminating step.
+Starting State
+    All four state variables uniform on [-0.05, 0.05].
+Episode End
+    Terminated when |x| > 2.4 or |theta| > 12 degrees; truncated after 500 steps (v1).
+Arguments
+    The fields of ``Params``; each may be a scalar or a per-env array of length ``num_envs``.
+Version History
+    v1 (vecsim 0.1): Gymnasium CartPole-v1 bit for bit in float64.
+
+Physics in float64 with the same operation order as Gymnasium (bitwise equal results);
+``step_env_fast`` is the float32 variant with polynomial trigonometry used by
+``precision="float32"``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from gymnasium import spaces
+
+from vecsim import render as draw
+from vecsim.contract import allocate_float_fields, discrete_ok, no_mask, param
+from vecsim.fastmath import sincos_f32
+from vecsim.jit import exact, fast
+from vecsim.rng import uniform
+
+NAME = "CartPole"
+ENV_ID = "CartPole-v1"
+MAX_EPISODE_STEPS = 500
+REWARD_THRESHOLD = 475.0
+OBS_ORDER = "F"
+EVENTS = ()
+HAS_ACTION_MASK = False
+RENDER_FPS = 50
+
+
+class Params(NamedTuple):
+    gravity: float = 9.8
+    masscart: float = 1.0
+    masspole: float = 0.1
+    length: float = 0.5  # half the pole's length, as in Gymnasium
+    force_mag: float = 10.0
+    tau: float = 0.02  # seconds between state updates
+    semi_implicit: float = 0.0  # 0: Gymnasium's default "euler", 1: "semi-implicit euler"
+    theta_threshold_radians: float = 12 * 2 * math.pi / 360
+    x_threshold: float = 2.4
+    sutton_barto_reward: float = 0.0  # 1: reward 0 per step and -1 on termination
+    reset_low: float = -0.05
+    reset_high: float = 0.05
+
+
+class State(NamedTuple):
+    x: np.ndarray  # (N,) float64 cart position [m]
+    x_dot: np.ndarray  # (N,) float64 cart velocity [m/s]
+    theta: np.ndarray  # (N,) float64 pole angle [rad]
+    theta_dot: np.ndarray  # (N,) float64 pole angular velocity [rad/s]
+
+
+PHYSICAL_STATE = State._fields
+
+
+def allocate_state(num_envs: int, float_dtype) -> State:
+    return allocate_float_fields(State, num_envs, float_dtype)
+
+
+def check_params(values: dict) -> None:
+    for name in ("masscart", "masspole", "length", "tau"):
+        if np.any(values[name] <= 0):
+            raise ValueError(f"CartPole {name} must be > 0, but got {name}={values[name]}")
+    if np.any(values["reset_low"] > values["reset_high"]):
+        raise ValueError("CartPole reset_low must be <= reset_high")
+
+
+def observation_space(p: Params) -> spaces.Box:
+    high = np.array(
+        [p.x_threshold * 2, np.inf, p.theta_threshold_radians * 2, np.inf], dtype=np.float32
+    )
+    return spaces.Box(-high, high, dtype=np.float32)
+
+
+def action_space(p: Params) -> spaces.Discrete:
+    return spaces.Discrete(2)
+
+
+@exact
+def action_ok(p, actions, i):
+    return discrete_ok(actions, i, 2)
+
+
+write_mask = no_mask
+
+
+@exact
+def reset_env(s, p, i, rng):
+    low = param(p.reset_low, i)
+    high = param(p.reset_high, i)
+    s.x[i] = uniform(rng, i, low, high)
+    s.x_dot[i] = uniform(rng, i, low, high)
+    s.theta[i] = uniform(rng, i, low, high)
+    s.theta_dot[i] = uniform(rng, i, low, high)
+
+
+@exact
+def step_env(s, p, i, actions, events):
+    gravity = param(p.gravity, i)
+    masspole = param(p.masspole, i)
+    total_mass = masspole + param(p.masscart, i)
+    length = param(p.length, i)
+    polemass_length = masspole * length
+    tau = param(p.tau, i)
+    force = param(p.force_mag, i) if actions[i] == 1 else -param(p.force_mag, i)
+    x, x_dot, theta, theta_dot = s.x[i], s.x_dot[i], s.theta[i], s.theta_dot[i]
+    costheta = math.cos(theta)
+    sintheta = math.sin(theta)
+    temp = (force + polemass_length * (theta_dot * theta_dot) * sintheta) / total_mass
+    thetaacc = (gravity * sintheta - costheta * temp) / (
+        length * (4.0 / 3.0 - masspole * (costheta * costheta) / total_mass)
+    )
+    xacc = temp - polemass_length * thetaacc * costheta / total_mass
+    if param(p.semi_implicit, i) == 0.0:
+        x = x + tau * x_dot
+        x_dot = x_dot + tau * xacc
+        theta = theta + tau * theta_dot
+        theta_dot = theta_dot + tau * thetaacc
+    else:
+        x_dot = x_dot + tau * xacc
+        x = x + tau * x_dot
+        theta_dot = theta_dot + tau * thetaacc
+        theta = theta + tau * theta_dot
+    s.x[i], s.x_dot[i], s.theta[i], s.theta_dot[i] = x, x_dot, theta, theta_dot
+    x_thr = param(p.x_threshold, i)
+    th_thr = param(p.theta_threshold_radians, i)
+    terminated = x < -x_thr or x > x_thr or theta < -th_thr or theta > th_thr
+    sutton = param(p.sutton_barto_reward, i) != 0.0
+    if terminated:
+        reward = -1.0 if sutton else 1.0
+    else:
+        reward = 0.0 if sutton else 1.0
+    return reward, terminated
+
+
+_F43 = np.float32(4.0 / 3.0)
+
+
+@fast
+def step_env_fast(s, p, i, actions, events):
+    """float32 step: same equations, polynomial sin/cos, branch-free so the loop vectorises."""
+    gravity = param(p.gravity, i)
+    masspole = param(p.masspole, i)
+    total_mass = masspole + param(p.masscart, i)
+    length = param(p.length, i)
+    polemass_length = masspole * length
+    tau = param(p.tau, i)
+    fm = param(p.force_mag, i)
+    force = fm if actions[i] == 1 else -fm
+    x, x_dot, theta, theta_dot = s.x[i], s.x_dot[i], s.theta[i], s.theta_dot[i]
+    sintheta, costheta = sincos_f32(theta)
+    inv_mass = np.float32(1.0) / total_mass
+    temp = (force + polemass_length * (theta_dot * theta_dot) * sintheta) * inv_mass
+    thetaacc = (gravity * sintheta - costheta * temp) / (
+        length * (_F43 - masspole * (costheta * costheta) * inv_mass)
+    )
+    xacc = temp - polemass_length * thetaacc * costheta * inv_mass
+    semi = param(p.semi_implicit, i) != 0.0
+    new_x_dot = x_dot + tau * xacc
+    new_theta_dot = theta_dot + tau * thetaacc
+    x = x + tau * (new_x_dot if semi else x_dot)
+    theta = theta + tau * (new_theta_dot if semi else theta_dot)
+    s.x[i], s.x_dot[i], s.theta[i], s.theta_dot[i] = x, new_x_dot, theta, new_theta_dot
+    x_thr = param(p.x_threshold, i)
+    th_thr = param(p.theta_threshold_radians, i)
+    terminated = (x < -x_thr) | (x > x_thr) | (theta < -th_thr) | (theta > th_thr)
+    sutton = param(p.sutton_barto_reward, i) != 0.0
+    reward = np.float32(-1.0 if terminated else 0.0) if sutton else np.float32(1.0)
+    return reward, terminated
+
+
+@exact
+def write_obs(s, p, i, obs):
+    obs[i, 0] = s.x[i]
+    obs[i, 1] = s.x_dot[i]
+    obs[i, 2] = s.theta[i]
+    obs[i, 3] = s.theta_dot[i]
+
+
+def render_rgb(values: dict, p: Params) -> np.ndarray:
+    """The scene of Gymnasium's renderer (600x400): track, cart, pole and axle."""
+    width, height = 600, 400
+    img = draw.canvas(height, width)
+    scale = width / (p.x_threshold * 2)
+    polelen = scale * (2 * p.length)
+    cartx = float(values["x"]) * scale + width / 2.0
+    carty = height - 100.0  # y points down in the image
+    axle_y = carty - 30.0 / 4.0
+    draw.draw_line(img, 0, carty, width, carty, (0, 0, 0), 1.0)
+    draw.fill_convex_polygon(
+        img, [(cartx - 25, carty - 15), (cartx + 25, carty - 15), (cartx + 25, carty + 15), (cartx - 25, carty + 15)], (0, 0, 0)
+    )
+    theta = float(values["theta"])
+    tip = (cartx + polelen * math.sin(theta), axle_y - polelen * math.cos(theta))
+    draw.draw_line(img, cartx, axle_y, tip[0], tip[1], (202, 152, 101), 10.0)
+    draw.fill_circle(img, cartx, axle_y, 5.0, (129, 132, 203))
+    return img
+
+
+def render_text(values: dict, p: Params) -> str:
+    width = 41
+    pos = int(round((float(values["x"]) / (2 * p.x_threshold) + 0.5) * (width - 1)))
+    pos = min(max(pos, 0), width - 1)
+    lean = float(values["theta"])
+    pole = "|" if abs(lean) < 0.05 else ("/" if lean > 0 else "\\")
+    line1 = " " * pos + pole
+    line2 = " " * max(pos - 1, 0) + "[#]"
+    track = "-" * width
+    return (
+        f"{line1}\n{line2}\n{track}\n"
+        f"x={float(values['x']):+.3f} x_dot={float(values['x_dot']):+.3f} "
+        f"theta={float(values['theta']):+.3f} theta_dot={float(values['theta_dot']):+.3f}"
+    )

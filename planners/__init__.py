@@ -1,0 +1,1 @@
+"""Placement planners (reachable placements, feasibility masks, cost to lock) for vecsim games."""

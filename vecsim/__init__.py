@@ -1,0 +1,55 @@
+"""vecsim: Numba-JIT vectorized reinforcement-learning environments.
+
+>>> import vecsim, numpy as np
+>>> engine = vecsim.make("CartPole-v1", num_envs=4096)
+>>> obs = engine.reset(seed=0)
+>>> result = engine.step_no_reset(np.ones(4096, dtype=np.int64))
+
+``import vecsim`` also registers ``vecsim/<Game>`` ids with Gymnasium, for ``gymnasium.make``
+and ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``.
+"""
+
+from __future__ import annotations
+
+from vecsim.engine import Engine
+from vecsim.registry import game_ids, register_all, resolve
+from vecsim.reset_mask import ResetMask
+from vecsim.step_result import StepResult
+
+__version__ = "0.1.0"
+
+
+def make(game_id: str, num_envs: int = 1, **kwargs) -> Engine:
+    """Build an ``Engine`` of ``num_envs`` copies of a game.
+
+    Parameters
+    ----------
+    game_id : str
+        ``"vecsim/CartPole-v1"``, ``"CartPole-v1"`` or ``"CartPole"``; see ``game_ids()``.
+    num_envs : int
+        Number of envs (>= 1).
+    **kwargs
+        ``precision``, ``max_episode_steps`` (default: the id's registered limit; ``None``
+        for none), ``parallel``, ``buffers`` and game constants; see ``Engine``.
+    """
+    game = resolve(game_id)
+    kwargs.setdefault("max_episode_steps", game.module.MAX_EPISODE_STEPS)
+    return Engine(game, num_envs, **kwargs)
+
+
+def warmup(game_id: str | None = None, precision: str = "float64") -> None:
+    """Compile (or load from cache) the kernels of one game, or of every game."""
+    ids = game_ids() if game_id is None else [game_id]
+    for gid in ids:
+        for parallel in (False, True):
+            eng = make(gid, 2, precision=precision, parallel=parallel)
+            eng.reset(seed=0)
+            eng.step(eng.zero_actions())
+            eng.reset()
+            eng.step_no_reset(eng.zero_actions())
+            eng.refresh()
+            eng.close()
+
+register_all()
+
+__all__ = ["Engine", "ResetMask", "StepResult", "make", "warmup", "game_ids", "resolve", "__version__"]

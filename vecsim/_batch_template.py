@@ -1,0 +1,151 @@
+"""Template of the batched kernels, written once for every game.
+
+This file is never imported. ``vecsim._codegen`` substitutes the game module, the state
+field names, the number of constants and the precision, writes the result as a real module
+in vecsim's cache folder, and imports it. A real file on disk is what lets Numba cache the
+kernels (a kernel that receives a jitted function as an argument, or a closure over one, is
+recompiled in every process). The section between the KERNELS markers is instantiated twice,
+``_serial`` and ``_parallel``: one body, two compilations, identical results.
+
+Buffers (``N = num_envs``):
+    actions   (N,) int64 or (N, d) float32
+    obs       (N, obs_dim), the game's observation dtype
+    rewards   (N,) float64 (float32 in precision="float32")
+    term, trunc, needs_reset, has_final   (N,) bool each
+    final_obs like ``obs``: terminal observations in SAME_STEP mode
+    elapsed   (N,) int64 steps in the current episode
+    rng       (N, 2) uint64 per-env stream key and counter
+    P         (n_params,) or (n_params, N) game constants
+    events    (N, n_events) int64
+    masks     (N, n_actions) bool (or (N, 0) for games without masks)
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from vecsim.jit import kernel_options
+from vecsim.rng import seed_env
+
+import GAME_MODULE as _game
+from GAME_MODULE import Params, State  # parfor lowering looks these names up here
+
+OPTS_SERIAL = kernel_options("PRECISION", False)
+OPTS_PARALLEL = kernel_options("PRECISION", True)
+
+NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
+OK, BAD_ACTION, FINISHED_ENV = 0, 1, 2
+_ONE = np.uint64(1)
+
+# KERNELS BEGIN
+
+
+@njit(**OPTS_MODE)
+def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, has_final, final_obs, elapsed, rng, P,
+              events, masks, STATE_ARGS):
+    """Step every env; returns (status, env index): status OK, BAD_ACTION or FINISHED_ENV."""
+    s = State(STATE_ARGS)
+    p = Params(PARAM_ROWS)
+    n = elapsed.shape[0]
+    nbad = 0
+    for i in prange(n):
+        if not _game.action_ok(p, actions, i):
+            nbad += 1
+    if nbad > 0:
+        for i in range(n):
+            if not _game.action_ok(p, actions, i):
+                return BAD_ACTION, i
+    if mode == NO_RESET:
+        nfinished = 0
+        for i in prange(n):
+            if needs_reset[i]:
+                nfinished += 1
+        if nfinished > 0:
+            for i in range(n):
+                if needs_reset[i]:
+                    return FINISHED_ENV, i
+        for i in prange(n):
+            reward, terminated = _game.STEP_ENV(s, p, i, actions, events)
+            t = elapsed[i] + 1
+            elapsed[i] = t
+            truncated = max_steps > 0 and t >= max_steps
+            rewards[i] = reward
+            term[i] = terminated
+            trunc[i] = truncated
+            needs_reset[i] = terminated or truncated
+            _game.write_obs(s, p, i, obs)
+            _game.write_mask(s, p, i, masks)
+        return OK, -1
+    for i in prange(n):
+        if mode == NEXT_STEP and needs_reset[i]:
+            _game.reset_env(s, p, i, rng)
+            events[i, :] = 0
+            rewards[i] = 0.0
+            elapsed[i] = 0
+            term[i] = False
+            trunc[i] = False
+            needs_reset[i] = False
+            has_final[i] = False
+        else:
+            reward, terminated = _game.STEP_ENV(s, p, i, actions, events)
+            t = elapsed[i] + 1
+            elapsed[i] = t
+            truncated = max_steps > 0 and t >= max_steps
+            rewards[i] = reward
+            term[i] = terminated
+            trunc[i] = truncated
+            done = terminated or truncated
+            if mode == SAME_STEP and done:
+                _game.write_obs(s, p, i, final_obs)
+                _game.reset_env(s, p, i, rng)
+                elapsed[i] = 0
+                needs_reset[i] = False
+                has_final[i] = True
+            else:
+                needs_reset[i] = done
+                has_final[i] = False
+        _game.write_obs(s, p, i, obs)
+        _game.write_mask(s, p, i, masks)
+    return OK, -1
+
+
+@njit(**OPTS_MODE)
+def reset_MODE(words, seed_mode, seed, seeds, obs, rewards, term, trunc, needs_reset, has_final, elapsed, rng, P, events,
+               masks, STATE_ARGS):
+    """Reset the envs whose bit is set in ``words``.
+
+    seed_mode 0: continue each env's stream; 1: env i gets seed ``seed + i``;
+    2: env i gets ``seeds[i]`` where that is >= 0 and continues its stream otherwise.
+    """
+    s = State(STATE_ARGS)
+    p = Params(PARAM_ROWS)
+    n = elapsed.shape[0]
+    for i in prange(n):
+        if (words[i >> 6] >> np.uint64(i & 63)) & _ONE:
+            if seed_mode == 1:
+                seed_env(rng, i, seed + i)
+            elif seed_mode == 2 and seeds[i] >= 0:
+                seed_env(rng, i, seeds[i])
+            _game.reset_env(s, p, i, rng)
+            events[i, :] = 0
+            rewards[i] = 0.0
+            elapsed[i] = 0
+            term[i] = False
+            trunc[i] = False
+            needs_reset[i] = False
+            has_final[i] = False
+            _game.write_obs(s, p, i, obs)
+            _game.write_mask(s, p, i, masks)
+
+
+@njit(**OPTS_MODE)
+def observe_MODE(obs, masks, P, STATE_ARGS):
+    """Rewrite every env's observation and mask from its state (after a state write)."""
+    s = State(STATE_ARGS)
+    p = Params(PARAM_ROWS)
+    n = obs.shape[0]
+    for i in prange(n):
+        _game.write_obs(s, p, i, obs)
+        _game.write_mask(s, p, i, masks)
+
+
+# KERNELS END

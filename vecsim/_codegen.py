@@ -1,0 +1,110 @@
+"""Instantiate ``_batch_template.py`` for one game and precision, as a cached module on disk.
+
+The generated file's name carries a hash of everything its machine code depends on: the
+template, the game's source files, the engine's kernel helpers and the Numba version. Numba's
+own cache checks only the timestamp of the file that holds a kernel, not of the functions it
+calls; with the hash in the name, a change to a game's rules gives a new file and a fresh
+compile instead of stale machine code.
+
+The folder is ``$VECSIM_CACHE_DIR`` if set, else ``~/.cache/vecsim``, else a folder under the
+system temporary directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import pathlib
+import re
+import sys
+import tempfile
+import threading
+
+import numba
+
+from vecsim.contract import GameSpec
+
+_HERE = pathlib.Path(__file__).resolve().parent
+_TEMPLATE = _HERE / "_batch_template.py"
+_ENGINE_SOURCES = [_TEMPLATE, _HERE / "jit.py", _HERE / "rng.py", _HERE / "contract.py"]
+_LOCK = threading.Lock()
+_LOADED: dict[tuple[str, str], object] = {}
+
+
+def cache_dir() -> pathlib.Path:
+    """The folder that holds generated kernel modules and their Numba cache."""
+    candidates = []
+    if os.environ.get("VECSIM_CACHE_DIR"):
+        candidates.append(pathlib.Path(os.environ["VECSIM_CACHE_DIR"]))
+    candidates.append(pathlib.Path.home() / ".cache" / "vecsim")
+    candidates.append(pathlib.Path(tempfile.gettempdir()) / f"vecsim-cache-{os.getuid()}")
+    for path in candidates:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            probe = path / ".write-test"
+            probe.write_text("")
+            probe.unlink()
+            return path
+        except OSError:
+            continue
+    raise OSError(f"no writable cache folder among {[str(c) for c in candidates]}")
+
+
+def _split_template(text: str) -> tuple[str, str, str]:
+    head, rest = text.split("# KERNELS BEGIN\n", 1)
+    body, tail = rest.split("# KERNELS END\n", 1)
+    return head, body, tail
+
+
+def render_source(game: GameSpec, precision: str) -> str:
+    """The source text of the kernel module for ``game`` at ``precision``."""
+    mod = game.module
+    fields = list(game.state_cls._fields)
+    n_params = len(game.params_cls._fields)
+    step_fn = "step_env_fast" if precision == "float32" and hasattr(mod, "step_env_fast") else "step_env"
+    head, body, tail = _split_template(_TEMPLATE.read_text())
+    variants = []
+    for mode in ("serial", "parallel"):
+        part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
+        part = re.sub(r"_MODE\b", f"_{mode}", part)
+        variants.append(part)
+    text = head + "".join(variants) + tail
+    state_args = ", ".join(f"f_{name}" for name in fields)
+    param_rows = ", ".join(f"P[{k}]" for k in range(n_params))
+    text = re.sub(r"\bSTATE_ARGS\b", state_args, text)
+    text = re.sub(r"\bPARAM_ROWS\b", param_rows, text)
+    text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
+    text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
+    text = text.replace('"PRECISION"', repr(precision))
+    return text
+
+
+def _fingerprint(game: GameSpec, source: str) -> str:
+    h = hashlib.sha256(source.encode())
+    for path in list(_ENGINE_SOURCES) + [pathlib.Path(p) for p in game.source_files()]:
+        h.update(pathlib.Path(path).read_bytes())
+    h.update(numba.__version__.encode())
+    h.update(sys.version.encode())
+    return h.hexdigest()[:16]
+
+
+def load_kernels(game: GameSpec, precision: str):
+    """The generated kernel module for ``game`` and ``precision`` (written once, then cached)."""
+    key = (game.module.__name__, precision)
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        source = render_source(game, precision)
+        name = f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}_{_fingerprint(game, source)}"
+        path = cache_dir() / f"{name}.py"
+        if not path.exists() or path.read_text() != source:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(source)
+            os.replace(tmp, path)  # atomic: concurrent processes never see half a file
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        _LOADED[key] = module
+        return module

@@ -1,0 +1,150 @@
+"""The game contract: what a game module declares, and the small helpers games use.
+
+A game is a module (small game) or package (large game) under ``games/`` that declares:
+
+``NAME``, ``ENV_ID``, ``VERSION``
+    Display name (``"CartPole"``), Gymnasium id without namespace (``"CartPole-v1"``).
+``MAX_EPISODE_STEPS``, ``REWARD_THRESHOLD``
+    Registration defaults (``None`` for no limit / no threshold).
+``Params``
+    A ``NamedTuple`` of numeric constants whose defaults equal the reference the game
+    follows. Inside kernels every field is either a scalar or a ``(num_envs,)`` array (per-env
+    constants, e.g. domain randomisation); games read a field with ``param(p.field, i)``.
+``State``
+    A ``NamedTuple`` of arrays whose leading axis is ``num_envs`` (structure of arrays), and
+    ``allocate_state(num_envs, float_dtype) -> State``.
+``PHYSICAL_STATE``
+    Names of the ``State`` fields that make up Gymnasium's ``env.unwrapped.state`` vector.
+``OBS_ORDER``
+    ``"F"`` when the ``(num_envs, obs_dim)`` observation buffer is column-major, so that a
+    kernel writing observation ``k`` for consecutive envs touches consecutive addresses (the
+    loop then vectorises); ``"C"`` for large per-env observations.
+``EVENTS``
+    Names of per-step event counters written into ``events[i, k]`` (may be empty).
+``HAS_ACTION_MASK``
+    Whether actions can be illegal; then ``write_mask`` fills ``masks[i, :]``.
+``observation_space(params)``, ``action_space(params)``
+    Single-env Gymnasium spaces for scalar ``params``.
+``check_params(values)``
+    Optional: raise ``ValueError`` for physically meaningless constants.
+``render_rgb(values, params) -> uint8 (H, W, 3)`` and ``render_text(values, params) -> str``
+    Rendering of one env from ``values``, a dict of its state fields (no window needed).
+
+and these ``@njit`` functions over one env ``i`` of the batch:
+
+``reset_env(s, p, i, rng)``
+    Draw env ``i``'s initial state from its own stream (``vecsim.rng``).
+``step_env(s, p, i, actions, events) -> (reward, terminated)``
+    Advance env ``i`` by ``actions[i]`` (the kernel has already checked ``action_ok``).
+``write_obs(s, p, i, obs)``
+    Write env ``i``'s observation into row ``i`` of ``obs``.
+``action_ok(p, actions, i) -> bool``
+    Whether ``actions[i]`` is well formed (in range, finite).
+``write_mask(s, p, i, masks)``
+    Write env ``i``'s legal-action mask (``no_mask`` for games without one).
+
+Optionally ``step_env_fast`` with the same signature, compiled with ``vecsim.jit.fast``, used
+in ``precision="float32"``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from vecsim.jit import exact
+
+REQUIRED = (
+    "NAME", "ENV_ID", "MAX_EPISODE_STEPS", "Params", "State", "allocate_state",
+    "PHYSICAL_STATE", "OBS_ORDER", "EVENTS", "HAS_ACTION_MASK", "observation_space",
+    "action_space", "reset_env", "step_env", "write_obs", "action_ok", "write_mask",
+    "render_rgb", "render_text",
+)
+
+
+def param(value, i):
+    """Value of a game constant for env ``i``: ``value[i]`` if per-env, else ``value``."""
+    return value[i] if isinstance(value, np.ndarray) else value
+
+
+@overload(param, jit_options=dict(inline="always"))
+def _param_overload(value, i):
+    if isinstance(value, types.Array):
+        return lambda value, i: value[i]
+    return lambda value, i: value
+
+
+@exact
+def no_mask(s, p, i, masks):
+    """``write_mask`` of a game whose actions are always legal."""
+    return
+
+
+@exact
+def discrete_ok(actions, i, n):
+    """Whether the discrete action of env ``i`` lies in ``[0, n)``."""
+    a = actions[i]
+    return a >= 0 and a < n
+
+
+@exact
+def box_finite(actions, i):
+    """Whether every component of env ``i``'s continuous action is finite."""
+    ok = True
+    for k in range(actions.shape[1]):
+        v = actions[i, k]
+        ok = ok and (v - v == 0.0)
+    return ok
+
+
+def allocate_float_fields(state_cls, num_envs: int, float_dtype) -> tuple:
+    """Allocate one ``(num_envs,)`` float array per field of ``state_cls``."""
+    return state_cls(*(np.zeros(num_envs, dtype=float_dtype) for _ in state_cls._fields))
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """A loaded game module and what the engine derives from it."""
+
+    module: ModuleType
+
+    @property
+    def name(self) -> str:
+        return self.module.NAME
+
+    @property
+    def env_id(self) -> str:
+        return self.module.ENV_ID
+
+    @property
+    def params_cls(self):
+        return self.module.Params
+
+    @property
+    def state_cls(self):
+        return self.module.State
+
+    def source_files(self) -> list[str]:
+        """Source files whose text determines the compiled kernels of this game."""
+        mod = self.module
+        files = [inspect.getfile(mod)]
+        if hasattr(mod, "__path__"):  # a package: every module in it
+            import pathlib
+
+            files = sorted(str(p) for p in pathlib.Path(mod.__path__[0]).rglob("*.py"))
+        return files
+
+
+def load_game(module_name: str) -> GameSpec:
+    """Import a game module and check that it declares the whole contract."""
+    mod = importlib.import_module(module_name)
+    missing = [name for name in REQUIRED if not hasattr(mod, name)]
+    if missing:
+        raise TypeError(f"game module {module_name!r} lacks {', '.join(missing)}")
+    return GameSpec(mod)

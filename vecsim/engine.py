@@ -1,0 +1,465 @@
+"""The batched engine: one game, ``num_envs`` copies, preallocated buffers, Numba kernels.
+
+``Engine`` is the zero-copy API. Its ``step``/``step_no_reset``/``reset``/``reset_envs``
+return views into buffers that the next call overwrites. The Gymnasium front ends
+(``vecsim.vector.VecsimVectorEnv`` and ``vecsim.single.VecsimEnv``) are built on it.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+
+import numpy as np
+from gymnasium import spaces
+
+from vecsim._codegen import load_kernels
+from vecsim.contract import GameSpec
+from vecsim.reset_mask import ResetMask
+from vecsim.rng import MAX_SEED
+from vecsim.step_result import StepResult
+
+NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
+_OK, _BAD_ACTION, _FINISHED_ENV = 0, 1, 2
+PRECISIONS = ("float64", "float32")
+
+#: Batches at least this large use the parallel kernel when ``parallel="auto"``. Below it a
+#: serial kernel wins: a parallel launch costs a few microseconds (measured in asv_bench).
+PARALLEL_THRESHOLD = int(os.environ.get("VECSIM_PARALLEL_THRESHOLD", "2048"))
+
+BUFFER_NAMES = ("obs", "rewards", "terminals", "truncations")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_seed(seed, what: str = "seed", span: int = 1) -> int:
+    """Validate an integer seed so that ``seed + span - 1`` still fits the RNG's range."""
+    if not _is_int(seed):
+        raise TypeError(f"{what} must be an int or None, but got {what}={seed!r}")
+    seed = int(seed)
+    if seed < 0 or seed + span - 1 > MAX_SEED:
+        raise ValueError(f"{what} must be in [0, {MAX_SEED - span + 1}], but got {what}={seed}")
+    return seed
+
+
+def _random_seed() -> int:
+    return int(np.random.SeedSequence().entropy % (MAX_SEED // 2))
+
+
+class Engine:
+    """``num_envs`` copies of one game stepped by batched Numba kernels.
+
+    Parameters
+    ----------
+    game : GameSpec
+        The game (see ``vecsim.make`` to build an engine from an id).
+    num_envs : int
+        Number of envs (>= 1).
+    precision : {"float64", "float32"}
+        ``"float64"`` (default) computes the physics in float64 and matches the reference
+        bit for bit. ``"float32"`` stores state in float32 and uses fast-math kernels with
+        polynomial trigonometry: several times faster, not bit-exact with the reference.
+    max_episode_steps : int or None
+        Truncate an episode after this many steps (``None``: never).
+    parallel : {"auto", True, False}
+        Use the parallel kernel (threads over envs) or the serial one. ``"auto"`` picks
+        parallel from ``PARALLEL_THRESHOLD`` envs. Results are identical either way.
+    buffers : dict, optional
+        Caller-owned output arrays, written in place (zero-copy into rollout storage):
+        ``obs`` (num_envs, obs_dim) of the observation dtype, ``rewards`` (num_envs,) float64
+        (float32 in float32 precision), ``terminals`` and ``truncations`` (num_envs,) bool.
+    **params
+        Game constants (the fields of the game's ``Params``): a scalar, or a sequence of
+        ``num_envs`` values for per-env constants.
+    """
+
+    def __init__(self, game: GameSpec, num_envs: int, *, precision: str = "float64",
+                 max_episode_steps: int | None = None, parallel="auto", buffers: dict | None = None,
+                 **params):
+        if not _is_int(num_envs) or num_envs < 1:
+            raise ValueError(f"num_envs must be an int >= 1, but got num_envs={num_envs!r}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, but got precision={precision!r}")
+        if max_episode_steps is not None and (not _is_int(max_episode_steps) or max_episode_steps < 1):
+            raise ValueError(
+                f"max_episode_steps must be an int >= 1 or None, but got max_episode_steps={max_episode_steps!r}"
+            )
+        if parallel not in ("auto", True, False):
+            raise ValueError(f"parallel must be 'auto', True or False, but got parallel={parallel!r}")
+        self.game = game
+        self.num_envs = n = int(num_envs)
+        self.precision = precision
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
+        self._float = np.float32 if precision == "float32" else np.float64
+        mod = game.module
+
+        self.params, P = self._build_params(params)
+        self.single_observation_space = mod.observation_space(self.params_scalar)
+        self.single_action_space = mod.action_space(self.params_scalar)
+        self._setup_actions()
+
+        obs_space = self.single_observation_space
+        if not isinstance(obs_space, spaces.Box):
+            obs_space = spaces.flatten_space(obs_space)
+        self.obs_dim = int(np.prod(obs_space.shape))
+        self.obs_dtype = obs_space.dtype
+        self.state = mod.allocate_state(n, self._float)
+        self.event_names = tuple(mod.EVENTS)
+        self.n_mask = int(self.single_action_space.n) if mod.HAS_ACTION_MASK else 0
+
+        order = mod.OBS_ORDER
+        self.obs = np.zeros((n, self.obs_dim), dtype=self.obs_dtype, order=order)
+        self.rewards = np.zeros(n, dtype=self._float)
+        self.terminals = np.zeros(n, dtype=np.bool_)
+        self.truncations = np.zeros(n, dtype=np.bool_)
+        if buffers:
+            self._adopt_buffers(buffers)
+        self.final_obs = np.zeros((n, self.obs_dim), dtype=self.obs_dtype, order=order)
+        self.needs_reset = np.zeros(n, dtype=np.bool_)
+        self.has_final = np.zeros(n, dtype=np.bool_)
+        self.elapsed = np.zeros(n, dtype=np.int64)
+        self.rng = np.zeros((n, 2), dtype=np.uint64)
+        self.events = np.zeros((n, len(self.event_names)), dtype=np.int64)
+        self.masks = np.ones((n, self.n_mask), dtype=np.bool_)
+        self._P = P
+        self._seeds = np.full(n, -1, dtype=np.int64)
+        self._all_words = ResetMask.all(n).words
+        self._bool_words = np.zeros_like(self._all_words)
+        self._seeded = False
+        self._has_reset = False
+        self._closed = False
+
+        kernels = load_kernels(game, precision)
+        self.parallel = bool(n >= PARALLEL_THRESHOLD) if parallel == "auto" else bool(parallel)
+        suffix = "parallel" if self.parallel else "serial"
+        self._step_kernel = getattr(kernels, f"step_{suffix}")
+        self._reset_kernel = getattr(kernels, f"reset_{suffix}")
+        self._observe_kernel = getattr(kernels, f"observe_{suffix}")
+        state = tuple(self.state)
+        # Everything after ``actions`` in the step kernel's signature, packed once.
+        self._step_tail = (self.obs, self.rewards, self.terminals, self.truncations, self.needs_reset,
+                           self.has_final, self.final_obs, self.elapsed, self.rng, P, self.events,
+                           self.masks) + state
+        self._reset_tail = (self.obs, self.rewards, self.terminals, self.truncations, self.needs_reset,
+                            self.has_final, self.elapsed, self.rng, P, self.events, self.masks) + state
+        self._observe_args = (self.obs, self.masks, P) + state
+        self._max_steps = 0 if self.max_episode_steps is None else self.max_episode_steps
+        self.result = StepResult(self.obs, self.rewards, self.terminals, self.truncations, self.masks,
+                                 self.events, self.event_names)
+
+    # -- construction helpers ------------------------------------------------------------
+    def _build_params(self, given: dict):
+        cls = self.game.params_cls
+        unknown = sorted(set(given) - set(cls._fields))
+        if unknown:
+            raise TypeError(
+                f"{self.game.name} got unknown parameter(s) {unknown}; valid parameters are {list(cls._fields)}"
+            )
+        values, per_env = {}, False
+        n = self.num_envs
+        for name in cls._fields:
+            value = given.get(name, cls._field_defaults[name])
+            if isinstance(value, (bool, np.bool_)):
+                value = float(value)
+            if isinstance(value, numbers.Real):
+                arr = np.float64(value)
+            else:
+                try:
+                    arr = np.asarray(value, dtype=np.float64)
+                except (TypeError, ValueError):
+                    raise TypeError(f"{self.game.name} parameter {name} must be a number or an array of "
+                                    f"{n} numbers, but got {name}={value!r}") from None
+                if arr.ndim == 0:
+                    arr = np.float64(arr)
+                elif arr.shape != (n,):
+                    raise ValueError(f"{self.game.name} parameter {name} per env must have shape ({n},), "
+                                     f"but got shape {arr.shape}")
+                else:
+                    per_env = True
+            if not np.all(np.isfinite(arr)):
+                bad = np.flatnonzero(~np.isfinite(np.atleast_1d(arr)))
+                raise ValueError(f"{self.game.name} parameter {name} must be finite, but got "
+                                 f"{name}={arr if np.ndim(arr) == 0 else f'{arr[bad[0]]} at env {bad[0]}'}")
+            values[name] = arr
+        check = getattr(self.game.module, "check_params", None)
+        if check is not None:
+            check(values)
+        self.params_scalar = cls(**{k: float(v) if np.ndim(v) == 0 else float(v[0]) for k, v in values.items()})
+        public = cls(**{k: (float(v) if np.ndim(v) == 0 else v.copy()) for k, v in values.items()})
+        if per_env:
+            P = np.empty((len(cls._fields), n), dtype=self._float)
+            for k, name in enumerate(cls._fields):
+                P[k] = values[name]
+        else:
+            P = np.array([values[name] for name in cls._fields], dtype=self._float)
+        return public, P
+
+    def _setup_actions(self):
+        space = self.single_action_space
+        n = self.num_envs
+        if isinstance(space, spaces.Discrete):
+            if int(space.start) != 0:
+                raise TypeError("vecsim games use Discrete action spaces starting at 0")
+            self._discrete = True
+            self._act_shape = (n,)
+            self._act_dtype = np.dtype(np.int64)
+        elif isinstance(space, spaces.Box) and len(space.shape) == 1:
+            self._discrete = False
+            self._act_shape = (n, space.shape[0])
+            self._act_dtype = np.dtype(space.dtype)
+        else:
+            raise TypeError(f"unsupported action space {space}")
+        self._act_buf = np.zeros(self._act_shape, dtype=self._act_dtype)
+
+    def _adopt_buffers(self, buffers: dict) -> None:
+        unknown = sorted(set(buffers) - set(BUFFER_NAMES))
+        if unknown:
+            raise TypeError(f"unknown buffer name(s) {unknown}; valid names are {list(BUFFER_NAMES)}")
+        expect = {
+            "obs": ((self.num_envs, self.obs_dim), self.obs_dtype),
+            "rewards": ((self.num_envs,), np.dtype(self._float)),
+            "terminals": ((self.num_envs,), np.dtype(np.bool_)),
+            "truncations": ((self.num_envs,), np.dtype(np.bool_)),
+        }
+        for name, arr in buffers.items():
+            shape, dtype = expect[name]
+            if not isinstance(arr, np.ndarray):
+                raise TypeError(f"buffer {name} must be a numpy array, but got {type(arr).__name__}")
+            if arr.shape != shape or arr.dtype != dtype:
+                raise ValueError(f"buffer {name} must have shape {shape} and dtype {dtype}, "
+                                 f"but got shape {arr.shape} and dtype {arr.dtype}")
+            if not arr.flags.writeable:
+                raise ValueError(f"buffer {name} is read-only")
+            contiguous = arr.flags.c_contiguous or (name == "obs" and arr.flags.f_contiguous)
+            if not contiguous:
+                raise ValueError(f"buffer {name} must be contiguous")
+        if "obs" in buffers:
+            self.obs = buffers["obs"]
+        if "rewards" in buffers:
+            self.rewards = buffers["rewards"]
+        if "terminals" in buffers:
+            self.terminals = buffers["terminals"]
+        if "truncations" in buffers:
+            self.truncations = buffers["truncations"]
+        arrays = [self.obs, self.rewards, self.terminals, self.truncations]
+        for a in range(len(arrays)):
+            for b in range(a + 1, len(arrays)):
+                if np.shares_memory(arrays[a], arrays[b]):
+                    raise ValueError(f"buffers {BUFFER_NAMES[a]} and {BUFFER_NAMES[b]} overlap")
+
+    # -- validation ----------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"this {self.game.name} engine is closed")
+
+    def coerce_actions(self, actions) -> np.ndarray:
+        """Check ``actions`` and return them as the kernel's array (no copy when they already are)."""
+        if (type(actions) is np.ndarray and actions.dtype == self._act_dtype
+                and actions.shape == self._act_shape and actions.flags.c_contiguous):
+            return actions
+        try:
+            arr = np.asarray(actions)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"actions must be array-like, but got {type(actions).__name__}: {exc}") from None
+        if arr.shape != self._act_shape:
+            raise ValueError(f"actions must have shape {self._act_shape} for {self.single_action_space} "
+                             f"and num_envs={self.num_envs}, but got shape {arr.shape}")
+        if self._discrete:
+            if arr.dtype.kind not in "iu":
+                raise TypeError(f"actions for {self.single_action_space} must be integers, but got dtype {arr.dtype}")
+            if arr.dtype.kind == "u" or arr.dtype.itemsize > 8:
+                big = np.flatnonzero(arr > np.iinfo(np.int64).max)
+                if big.size:
+                    i = int(big[0])
+                    raise ValueError(f"actions[{i}] = {arr[i]} is out of range for {self.single_action_space}")
+        elif arr.dtype.kind not in "fiu":
+            raise TypeError(f"actions for {self.single_action_space} must be numbers, but got dtype {arr.dtype}")
+        np.copyto(self._act_buf, arr, casting="unsafe")
+        if not self._discrete:
+            bad = ~np.isfinite(arr.astype(np.float64, copy=False)).all(axis=1)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"actions[{i}] = {arr[i]} is not finite")
+            self._check_float_cast()
+        return self._act_buf
+
+    def _check_float_cast(self) -> None:
+        if not np.isfinite(self._act_buf).all():  # a float64 too large for float32
+            i = int(np.flatnonzero(~np.isfinite(self._act_buf).all(axis=1))[0])
+            raise ValueError(f"actions[{i}] overflows {self._act_dtype}")
+
+    def _raise_step_error(self, status: int, index: int, actions: np.ndarray):
+        if status == _BAD_ACTION:
+            raise ValueError(f"actions[{index}] = {actions[index]!r} is out of range for "
+                             f"{self.single_action_space} (env {index})")
+        if status == _FINISHED_ENV:
+            raise ValueError(f"env {index} finished its episode (terminated={bool(self.terminals[index])}, "
+                             f"truncated={bool(self.truncations[index])}); reset it with reset_envs before stepping it")
+        raise RuntimeError(f"kernel returned unknown status {status}")
+
+    def _seed_args(self, seed, span_envs: bool = True):
+        """(seed_mode, base_seed) for the reset kernel; fills ``self._seeds`` for lists."""
+        if seed is None:
+            if not self._seeded:
+                self._seeded = True
+                return 1, check_seed(_random_seed(), span=self.num_envs)
+            return 0, 0
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            if len(seed) != self.num_envs:
+                raise ValueError(f"a list of seeds must have length num_envs={self.num_envs}, but got length {len(seed)}")
+            for i, s in enumerate(seed):
+                self._seeds[i] = -1 if s is None else check_seed(s, what=f"seed[{i}]")
+            if any(s is None for s in seed) and not self._seeded:
+                base = _random_seed()
+                for i, s in enumerate(seed):
+                    if s is None:
+                        self._seeds[i] = (base + i) % MAX_SEED
+            self._seeded = True
+            return 2, 0
+        self._seeded = True
+        return 1, check_seed(seed, span=self.num_envs)
+
+    def _words_of(self, mask) -> np.ndarray:
+        if isinstance(mask, ResetMask):
+            if mask.num_envs != self.num_envs:
+                raise ValueError(f"reset mask covers {mask.num_envs} envs, but num_envs={self.num_envs}")
+            return mask.words
+        if not isinstance(mask, np.ndarray):
+            raise TypeError(f"reset mask must be a ResetMask or a numpy bool array, but got {type(mask).__name__}")
+        if mask.dtype != np.bool_:
+            raise TypeError(f"reset mask must have dtype bool, but got dtype {mask.dtype}")
+        if mask.shape != (self.num_envs,):
+            raise ValueError(f"reset mask must have shape ({self.num_envs},), but got shape {mask.shape}")
+        padded = np.zeros(self._bool_words.shape[0] * 64, dtype=np.bool_)
+        padded[: self.num_envs] = mask
+        self._bool_words[:] = np.packbits(padded, bitorder="little").view("<u8")
+        return self._bool_words
+
+    # -- public API ----------------------------------------------------------------------
+    def zero_actions(self) -> np.ndarray:
+        """A new array of valid actions (all zeros) with the batch's action shape and dtype."""
+        return np.zeros(self._act_shape, dtype=self._act_dtype)
+
+    def supports_no_reset(self) -> bool:
+        """Always True: every vecsim game supports ``step_no_reset`` and ``reset_envs``."""
+        return True
+
+    def reset(self, seed=None) -> np.ndarray:
+        """Reset every env.
+
+        Parameters
+        ----------
+        seed : int, list of (int or None), or None
+            ``int``: env ``i`` is seeded with ``seed + i``. A list gives each env its own seed
+            (``None`` keeps that env's stream). ``None`` continues every env's stream (a
+            first reset without a seed draws a random base seed).
+
+        Returns
+        -------
+        ndarray, shape (num_envs, obs_dim)
+            A view of the observation buffer.
+        """
+        self._check_open()
+        mode, base = self._seed_args(seed)
+        self._reset_kernel(self._all_words, mode, base, self._seeds, *self._reset_tail)
+        self._has_reset = True
+        return self.obs
+
+    def reset_envs(self, mask, seed=None) -> np.ndarray:
+        """Reset only the envs in ``mask`` (a ``ResetMask`` or a ``(num_envs,)`` bool array).
+
+        ``seed`` as for ``reset``: with an int, env ``i`` of the mask gets seed ``seed + i``
+        (the seed it would get from ``reset(seed)``); a list gives each masked env its entry;
+        ``None`` continues each env's stream. An empty mask changes nothing. Returns the
+        observation buffer (a view).
+        """
+        self._check_open()
+        words = self._words_of(mask)
+        mode, base = self._seed_args(seed)
+        self._reset_kernel(words, mode, base, self._seeds, *self._reset_tail)
+        if not self._has_reset:
+            self._has_reset = bool(np.array_equal(words, self._all_words))
+        return self.obs
+
+    def _check_started(self) -> None:
+        if not self._has_reset:
+            raise RuntimeError("call reset() before stepping")
+
+    def step_no_reset(self, actions) -> StepResult:
+        """Step every env once without resetting any.
+
+        An env that finished must be reset with ``reset_envs`` before it is stepped again
+        (``ValueError`` otherwise). Returns ``self.result``, whose arrays are views
+        overwritten by the next call.
+        """
+        self._check_open()
+        self._check_started()
+        acts = self.coerce_actions(actions)
+        status, index = self._step_kernel(NO_RESET, self._max_steps, acts, *self._step_tail)
+        if status:
+            self._raise_step_error(status, index, acts)
+        return self.result
+
+    def step(self, actions):
+        """Step every env, resetting on the next step the envs that finished (Gymnasium's NEXT_STEP).
+
+        Returns views ``(obs, rewards, terminals, truncations)`` overwritten by the next call.
+        """
+        self._check_open()
+        self._check_started()
+        acts = self.coerce_actions(actions)
+        status, index = self._step_kernel(NEXT_STEP, self._max_steps, acts, *self._step_tail)
+        if status:
+            self._raise_step_error(status, index, acts)
+        return self.obs, self.rewards, self.terminals, self.truncations
+
+    def step_mode(self, mode: int, acts: np.ndarray) -> None:
+        """Run the step kernel in ``mode`` on already coerced actions (for the front ends)."""
+        status, index = self._step_kernel(mode, self._max_steps, acts, *self._step_tail)
+        if status:
+            self._raise_step_error(status, index, acts)
+
+    def refresh(self) -> None:
+        """Recompute observations and masks after writing ``state`` directly."""
+        self._check_open()
+        self._observe_kernel(*self._observe_args)
+
+    def action_masks(self) -> np.ndarray:
+        """Legal-action masks, shape (num_envs, n_actions) bool (a view)."""
+        self._check_open()
+        if self.n_mask == 0:
+            return np.ones((self.num_envs, getattr(self.single_action_space, "n", 0)), dtype=bool)
+        return self.masks
+
+    def env_values(self, i: int) -> dict:
+        """Env ``i``'s state fields as a dict of Python scalars / small arrays (for rendering)."""
+        return {name: (arr[i].item() if arr.ndim == 1 else arr[i].copy()) for name, arr in zip(self.state._fields, self.state)}
+
+    def params_of(self, i: int):
+        """The game's ``Params`` with env ``i``'s constants as scalars."""
+        cls = self.game.params_cls
+        return cls(*(float(v) if np.ndim(v) == 0 else float(v[i]) for v in self.params))
+
+    def render_rgb(self, i: int = 0) -> np.ndarray:
+        """Env ``i`` as an RGB image (uint8, (H, W, 3))."""
+        self._check_open()
+        return self.game.module.render_rgb(self.env_values(i), self.params_of(i))
+
+    def render_text(self, i: int = 0) -> str:
+        """Env ``i`` as text."""
+        self._check_open()
+        return self.game.module.render_text(self.env_values(i), self.params_of(i))
+
+    def close(self) -> None:
+        """Release the engine; every later call raises ``RuntimeError``. Idempotent."""
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        return (f"Engine({self.game.env_id}, num_envs={self.num_envs}, precision={self.precision!r}, "
+                f"parallel={self.parallel})")

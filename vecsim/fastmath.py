@@ -1,0 +1,41 @@
+"""Vectorisable float32 trigonometry for ``precision="float32"`` kernels.
+
+Numba calls libm for ``math.sin``/``math.cos``; those calls never vectorise (llvmlite ships
+no SVML), so a loop over envs that uses them runs one env at a time. These polynomials are
+plain arithmetic that LLVM turns into SIMD code. Range reduction is Cody-Waite in three parts
+to the nearest multiple of pi/2; the polynomials on [-pi/4, pi/4] are the single-precision
+minimax fits of Cephes ``sinf``/``cosf`` (S. L. Moshier), accurate to about 1 ulp there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vecsim.jit import fast
+
+_TWO_OVER_PI = np.float32(0.636619772367581343)
+_PIO2_1 = np.float32(1.5703125)
+_PIO2_2 = np.float32(4.837512969970703125e-4)
+_PIO2_3 = np.float32(7.54978995489188216e-8)
+_S1 = np.float32(-1.6666654611e-1)
+_S2 = np.float32(8.3321608736e-3)
+_S3 = np.float32(-1.9515295891e-4)
+_C1 = np.float32(4.166664568298827e-2)
+_C2 = np.float32(-1.388731625493765e-3)
+_C3 = np.float32(2.443315711809948e-5)
+_HALF = np.float32(0.5)
+_ONE = np.float32(1.0)
+
+
+@fast
+def sincos_f32(x):
+    """(sin x, cos x) for float32 ``x`` with |x| < 1e5, branch-free."""
+    q = np.floor(x * _TWO_OVER_PI + _HALF)
+    r = ((x - q * _PIO2_1) - q * _PIO2_2) - q * _PIO2_3
+    z = r * r
+    s = r + r * z * (_S1 + z * (_S2 + z * _S3))
+    c = _ONE - _HALF * z + z * z * (_C1 + z * (_C2 + z * _C3))
+    quadrant = np.int32(q) & 3
+    sin_v = s if quadrant == 0 else (c if quadrant == 1 else (-s if quadrant == 2 else -c))
+    cos_v = c if quadrant == 0 else (-s if quadrant == 1 else (-c if quadrant == 2 else s))
+    return sin_v, cos_v

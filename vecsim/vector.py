@@ -1,0 +1,183 @@
+"""``VecsimVectorEnv``: a Gymnasium 1.x ``VectorEnv`` on the batched kernels.
+
+Made by ``gymnasium.make_vec("vecsim/<Game>", num_envs=N,
+vectorization_mode="vector_entry_point", autoreset_mode=...)`` or directly. Semantics follow
+Gymnasium's ``SyncVectorEnv`` exactly: batched spaces, ``metadata["autoreset_mode"]``,
+``info["_key"]`` masks, int seeds (env ``i`` gets ``seed + i``) and list seeds, and in
+``DISABLED`` mode ``reset(options={"reset_mask": m})`` returning the full batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from vecsim.engine import NEXT_STEP, NO_RESET, SAME_STEP, Engine
+from vecsim.registry import resolve
+
+_KERNEL_MODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP,
+                AutoresetMode.DISABLED: NO_RESET}
+
+
+def _autoreset_mode(value) -> AutoresetMode:
+    if isinstance(value, AutoresetMode):
+        return value
+    if isinstance(value, str):
+        for mode in AutoresetMode:
+            if value in (mode.value, mode.name, mode.name.lower()):
+                return mode
+    raise ValueError(f"autoreset_mode must be a gymnasium.vector.AutoresetMode, but got autoreset_mode={value!r}")
+
+
+class VecsimVectorEnv(VectorEnv):
+    """``num_envs`` copies of a vecsim game as a Gymnasium ``VectorEnv``.
+
+    Parameters
+    ----------
+    game_id : str
+        A vecsim game id, e.g. ``"CartPole-v1"``.
+    num_envs : int
+        Number of sub-environments (>= 1).
+    autoreset_mode : gymnasium.vector.AutoresetMode
+        ``NEXT_STEP`` (default), ``SAME_STEP`` (terminal observations in
+        ``info["final_obs"]``) or ``DISABLED`` (reset finished envs yourself with
+        ``reset(options={"reset_mask": mask})``).
+    max_episode_steps : int or None
+        Truncation limit (``make_vec`` passes the registered one).
+    copy : bool
+        ``True`` (Gymnasium's default): arrays returned by ``step``/``reset`` are new and never
+        overwritten later. ``False``: they are views into buffers the next call overwrites
+        (no allocation per step).
+    render_mode : {None, "rgb_array", "ansi"}
+    precision, parallel, buffers, **params
+        As for ``vecsim.Engine``.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array", "ansi"], "render_fps": 30}
+
+    def __init__(self, game_id: str, num_envs: int = 1, *, autoreset_mode=AutoresetMode.NEXT_STEP,
+                 max_episode_steps: int | None = None, copy: bool = True, render_mode: str | None = None,
+                 precision: str = "float64", parallel="auto", buffers: dict | None = None, **params):
+        game = resolve(game_id)
+        mode = _autoreset_mode(autoreset_mode)
+        if render_mode not in (None, "rgb_array", "ansi"):
+            raise ValueError(f"render_mode must be None, 'rgb_array' or 'ansi', but got render_mode={render_mode!r}")
+        if not isinstance(copy, (bool, np.bool_)):
+            raise TypeError(f"copy must be a bool, but got copy={copy!r}")
+        self.engine = Engine(game, num_envs, precision=precision, max_episode_steps=max_episode_steps,
+                             parallel=parallel, buffers=buffers, **params)
+        self.num_envs = self.engine.num_envs
+        self.autoreset_mode = mode
+        self.copy = bool(copy)
+        self.render_mode = render_mode
+        self.metadata = {
+            "autoreset_mode": mode,
+            "render_modes": ["rgb_array", "ansi"],
+            "render_fps": getattr(game.module, "RENDER_FPS", 30),
+        }
+        self.single_observation_space = self.engine.single_observation_space
+        self.single_action_space = self.engine.single_action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._flat_obs = isinstance(self.single_observation_space, spaces.Box)
+        self._kernel_mode = _KERNEL_MODE[mode]
+        self._has_mask = bool(game.module.HAS_ACTION_MASK)
+        self._all_true = np.ones(self.num_envs, dtype=np.bool_)
+
+    # -- helpers -------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("this VectorEnv is closed")
+
+    def _obs_out(self):
+        obs = self.engine.obs
+        if not self._flat_obs:
+            obs = spaces.unflatten(self.observation_space, obs)
+            return obs  # unflatten already builds new arrays
+        return obs.copy() if self.copy else obs
+
+    def _base_info(self) -> dict[str, Any]:
+        if not self._has_mask:
+            return {}
+        masks = self.engine.masks
+        return {"action_mask": masks.copy() if self.copy else masks, "_action_mask": self._all_true.copy()}
+
+    # -- Gymnasium API -------------------------------------------------------------------
+    def reset(self, *, seed=None, options: dict | None = None):
+        """Reset all sub-environments, or with ``options={"reset_mask": m}`` only those in ``m``.
+
+        ``seed``: ``None``, an int (env ``i`` gets ``seed + i``) or a list of ``num_envs``
+        ints/None. Returns ``(obs, info)`` for the whole batch.
+        """
+        self._check_open()
+        eng = self.engine
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, but got {type(options).__name__}")
+        if options and "reset_mask" in options:
+            mask = options["reset_mask"]
+            if not isinstance(mask, np.ndarray):
+                raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
+            if mask.shape != (self.num_envs,):
+                raise ValueError(f"`options['reset_mask']` must have shape `({self.num_envs},)`, got {mask.shape}")
+            if mask.dtype != np.bool_:
+                raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
+            if not mask.any():
+                raise ValueError(
+                    f"`options['reset_mask']` must contain a boolean array with at least one True value, got reset_mask={mask}"
+                )
+            if not eng._has_reset and not mask.all():
+                raise RuntimeError("call reset() without a reset_mask before resetting some envs")
+            eng.reset_envs(mask, seed)
+        else:
+            eng.reset(seed)
+        return self._obs_out(), self._base_info()
+
+    def step(self, actions):
+        """Step every sub-environment; returns ``(obs, rewards, terminations, truncations, info)``."""
+        self._check_open()
+        eng = self.engine
+        eng._check_started()
+        acts = eng.coerce_actions(actions)
+        eng.step_mode(self._kernel_mode, acts)
+        info = self._base_info()
+        if self._kernel_mode == SAME_STEP and eng.has_final.any():
+            done = np.flatnonzero(eng.has_final)
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            for i in done:
+                final_obs[i] = eng.final_obs[i].copy()
+            if not self._flat_obs:
+                for i in done:
+                    final_obs[i] = spaces.unflatten(self.single_observation_space, final_obs[i])
+            info["final_obs"] = final_obs
+            info["_final_obs"] = eng.has_final.copy()
+            info["final_info"] = {}
+            info["_final_info"] = eng.has_final.copy()
+        if self.copy:
+            return self._obs_out(), eng.rewards.copy(), eng.terminals.copy(), eng.truncations.copy(), info
+        return self._obs_out(), eng.rewards, eng.terminals, eng.truncations, info
+
+    def action_masks(self) -> np.ndarray:
+        """Legal actions, ``(num_envs, n_actions)`` bool (all True for games without illegal actions)."""
+        self._check_open()
+        masks = self.engine.action_masks()
+        return masks.copy() if self.copy else masks
+
+    def render(self):
+        """A tuple of one frame per sub-environment (RGB arrays, or strings in ``"ansi"`` mode)."""
+        self._check_open()
+        if self.render_mode is None:
+            return None
+        if self.render_mode == "ansi":
+            return tuple(self.engine.render_text(i) for i in range(self.num_envs))
+        return tuple(self.engine.render_rgb(i) for i in range(self.num_envs))
+
+    def close_extras(self, **kwargs) -> None:
+        self.engine.close()
+
+    def __repr__(self) -> str:
+        return (f"VecsimVectorEnv({self.engine.game.env_id}, num_envs={self.num_envs}, "
+                f"autoreset_mode={self.autoreset_mode.name})")
