@@ -42,28 +42,33 @@ _ONE = np.uint64(1)
 @njit(**OPTS_MODE)
 def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, has_final, final_obs, elapsed, rng, P,
               events, masks, STATE_ARGS):
-    """Step every env; returns (status, env index): status OK, BAD_ACTION or FINISHED_ENV."""
-    s = State(STATE_ARGS)
-    p = Params(PARAM_ROWS)
+    """Step every env; returns (status, env index): status OK, BAD_ACTION or FINISHED_ENV.
+
+    ``State`` and ``Params`` are built inside each loop body: only arrays that are direct
+    arguments of a prange body are marked noalias, which is what lets the loop vectorise.
+    """
     n = elapsed.shape[0]
+    # Checks run serially: a parallel reduction would need NRT allocation (kernels have none),
+    # and a counting loop without early exit vectorises anyway.
     nbad = 0
-    for i in prange(n):
-        if not _game.action_ok(p, actions, i):
-            nbad += 1
+    for i in range(n):
+        p = Params(PARAM_ROWS)
+        nbad += not _game.action_ok(p, actions, i)
     if nbad > 0:
         for i in range(n):
+            p = Params(PARAM_ROWS)
             if not _game.action_ok(p, actions, i):
                 return BAD_ACTION, i
     if mode == NO_RESET:
         nfinished = 0
-        for i in prange(n):
-            if needs_reset[i]:
-                nfinished += 1
+        for i in range(n):
+            nfinished += needs_reset[i]
         if nfinished > 0:
             for i in range(n):
                 if needs_reset[i]:
                     return FINISHED_ENV, i
         for i in prange(n):
+            s, p = State(STATE_ARGS), Params(PARAM_ROWS)
             reward, terminated = _game.STEP_ENV(s, p, i, actions, events)
             t = elapsed[i] + 1
             elapsed[i] = t
@@ -76,6 +81,7 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
             _game.write_mask(s, p, i, masks)
         return OK, -1
     for i in prange(n):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         if mode == NEXT_STEP and needs_reset[i]:
             _game.reset_env(s, p, i, rng)
             events[i, :] = 0
@@ -116,10 +122,9 @@ def reset_MODE(words, seed_mode, seed, seeds, obs, rewards, term, trunc, needs_r
     seed_mode 0: continue each env's stream; 1: env i gets seed ``seed + i``;
     2: env i gets ``seeds[i]`` where that is >= 0 and continues its stream otherwise.
     """
-    s = State(STATE_ARGS)
-    p = Params(PARAM_ROWS)
     n = elapsed.shape[0]
     for i in prange(n):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         if (words[i >> 6] >> np.uint64(i & 63)) & _ONE:
             if seed_mode == 1:
                 seed_env(rng, i, seed + i)
@@ -140,10 +145,9 @@ def reset_MODE(words, seed_mode, seed, seeds, obs, rewards, term, trunc, needs_r
 @njit(**OPTS_MODE)
 def observe_MODE(obs, masks, P, STATE_ARGS):
     """Rewrite every env's observation and mask from its state (after a state write)."""
-    s = State(STATE_ARGS)
-    p = Params(PARAM_ROWS)
     n = obs.shape[0]
     for i in prange(n):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         _game.write_obs(s, p, i, obs)
         _game.write_mask(s, p, i, masks)
 

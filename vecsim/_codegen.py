@@ -27,7 +27,7 @@ from vecsim.contract import GameSpec
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "_batch_template.py"
-_ENGINE_SOURCES = [_TEMPLATE, _HERE / "jit.py", _HERE / "rng.py", _HERE / "contract.py"]
+_ENGINE_SOURCES = sorted(_HERE.glob("*.py"))  # every engine module a kernel may call into
 _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], object] = {}
 

@@ -73,7 +73,7 @@ def param(value, i):
     return value[i] if isinstance(value, np.ndarray) else value
 
 
-@overload(param, jit_options=dict(inline="always"))
+@overload(param)
 def _param_overload(value, i):
     if isinstance(value, types.Array):
         return lambda value, i: value[i]

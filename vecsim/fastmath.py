@@ -24,18 +24,22 @@ _C1 = np.float32(4.166664568298827e-2)
 _C2 = np.float32(-1.388731625493765e-3)
 _C3 = np.float32(2.443315711809948e-5)
 _HALF = np.float32(0.5)
+_ROUNDER = np.float32(12582912.0)  # 1.5 * 2**23: adding it rounds a float32 to an integer
 _ONE = np.float32(1.0)
 
 
 @fast
 def sincos_f32(x):
-    """(sin x, cos x) for float32 ``x`` with |x| < 1e5, branch-free."""
-    q = np.floor(x * _TWO_OVER_PI + _HALF)
+    """(sin x, cos x) for float32 ``x`` with |x| < 2**21, branch-free."""
+    q = (x * _TWO_OVER_PI + _ROUNDER) - _ROUNDER  # round to nearest without a libm call
     r = ((x - q * _PIO2_1) - q * _PIO2_2) - q * _PIO2_3
     z = r * r
     s = r + r * z * (_S1 + z * (_S2 + z * _S3))
     c = _ONE - _HALF * z + z * z * (_C1 + z * (_C2 + z * _C3))
-    quadrant = np.int32(q) & 3
-    sin_v = s if quadrant == 0 else (c if quadrant == 1 else (-s if quadrant == 2 else -c))
-    cos_v = c if quadrant == 0 else (-s if quadrant == 1 else (-c if quadrant == 2 else s))
-    return sin_v, cos_v
+    quadrant = np.int32(q)
+    swap = (quadrant & 1) != 0
+    sin_v = c if swap else s
+    cos_v = s if swap else c
+    sin_sign = _ONE - np.float32(quadrant & 2)  # +1 for quadrants 0, 1; -1 for 2, 3
+    cos_sign = _ONE - np.float32((quadrant + 1) & 2)  # +1 for quadrants 0, 3; -1 for 1, 2
+    return sin_v * sin_sign, cos_v * cos_sign
