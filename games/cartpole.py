@@ -116,7 +116,7 @@ def reset_env(s, p, i, rng):
 
 
 @exact
-def step_env(s, p, i, actions, events):
+def step_env(s, p, i, actions, events, rng):
     gravity = param(p.gravity, i)
     masspole = param(p.masspole, i)
     total_mass = masspole + param(p.masscart, i)
@@ -158,7 +158,7 @@ _F43 = np.float32(4.0 / 3.0)
 
 
 @fast
-def step_env_fast(s, p, i, actions, events):
+def step_env_fast(s, p, i, actions, events, rng):
     """float32 step: same equations, polynomial sin/cos, branch-free so the loop vectorises."""
     gravity = param(p.gravity, i)
     masspole = param(p.masspole, i)

@@ -69,7 +69,7 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
                     return FINISHED_ENV, i
         for i in prange(n):
             s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-            reward, terminated = _game.STEP_ENV(s, p, i, actions, events)
+            reward, terminated = _game.STEP_ENV(s, p, i, actions, events, rng)
             t = elapsed[i] + 1
             elapsed[i] = t
             truncated = max_steps > 0 and t >= max_steps
@@ -92,7 +92,7 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
             needs_reset[i] = False
             has_final[i] = False
         else:
-            reward, terminated = _game.STEP_ENV(s, p, i, actions, events)
+            reward, terminated = _game.STEP_ENV(s, p, i, actions, events, rng)
             t = elapsed[i] + 1
             elapsed[i] = t
             truncated = max_steps > 0 and t >= max_steps

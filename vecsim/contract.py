@@ -30,12 +30,16 @@ A game is a module (small game) or package (large game) under ``games/`` that de
 ``render_rgb(values, params) -> uint8 (H, W, 3)`` and ``render_text(values, params) -> str``
     Rendering of one env from ``values``, a dict of its state fields (no window needed).
 
-and these ``@njit`` functions over one env ``i`` of the batch:
+and these ``@njit`` functions over one env ``i`` of the batch, compiled with
+``vecsim.jit.exact`` (or ``fast``): they run inside the batched kernels, which have no
+reference counting, so they never allocate (scratch space belongs in ``State``):
 
 ``reset_env(s, p, i, rng)``
     Draw env ``i``'s initial state from its own stream (``vecsim.rng``).
-``step_env(s, p, i, actions, events) -> (reward, terminated)``
-    Advance env ``i`` by ``actions[i]`` (the kernel has already checked ``action_ok``).
+``step_env(s, p, i, actions, events, rng) -> (reward, terminated)``
+    Advance env ``i`` by ``actions[i]`` (the kernel has already checked ``action_ok``),
+    drawing any randomness from env ``i``'s stream in ``rng``; write this step's event
+    counts into ``events[i, :]``.
 ``write_obs(s, p, i, obs)``
     Write env ``i``'s observation into row ``i`` of ``obs``.
 ``action_ok(p, actions, i) -> bool``
@@ -131,14 +135,23 @@ class GameSpec:
         return self.module.State
 
     def source_files(self) -> list[str]:
-        """Source files whose text determines the compiled kernels of this game."""
-        mod = self.module
-        files = [inspect.getfile(mod)]
-        if hasattr(mod, "__path__"):  # a package: every module in it
-            import pathlib
+        """Source files whose text can change this game's compiled kernels.
 
-            files = sorted(str(p) for p in pathlib.Path(mod.__path__[0]).rglob("*.py"))
-        return files
+        Every ``.py`` file of the top-level package the game lives in (``games/``) and of
+        ``planners/``: a game may call shared private helpers (``games/_exactmath.py``) or a
+        planner, and a changed callee must give a new kernel module.
+        """
+        import pathlib
+
+        top = importlib.import_module(self.module.__name__.split(".")[0])
+        roots = [pathlib.Path(p) for p in getattr(top, "__path__", [])]
+        try:
+            roots += [pathlib.Path(p) for p in importlib.import_module("planners").__path__]
+        except ImportError:
+            pass
+        files = {str(f) for root in roots for f in root.rglob("*.py")}
+        files.add(inspect.getfile(self.module))
+        return sorted(files)
 
 
 def load_game(module_name: str) -> GameSpec:

@@ -127,6 +127,7 @@ class Engine:
         self._seeds = np.full(n, -1, dtype=np.int64)
         self._all_words = ResetMask.all(n).words
         self._bool_words = np.zeros_like(self._all_words)
+        self._bool_pad = np.zeros(self._bool_words.shape[0] * 64, dtype=np.bool_)
         self._seeded = False
         self._has_reset = False
         self._closed = False
@@ -276,7 +277,8 @@ class Engine:
                     raise ValueError(f"actions[{i}] = {arr[i]} is out of range for {self.single_action_space}")
         elif arr.dtype.kind not in "fiu":
             raise TypeError(f"actions for {self.single_action_space} must be numbers, but got dtype {arr.dtype}")
-        np.copyto(self._act_buf, arr, casting="unsafe")
+        with np.errstate(over="ignore"):  # a float64 too large for float32 is reported below
+            np.copyto(self._act_buf, arr, casting="unsafe")
         if not self._discrete:
             bad = ~np.isfinite(arr.astype(np.float64, copy=False)).all(axis=1)
             if bad.any():
@@ -292,7 +294,7 @@ class Engine:
 
     def _raise_step_error(self, status: int, index: int, actions: np.ndarray):
         if status == _BAD_ACTION:
-            raise ValueError(f"actions[{index}] = {actions[index]!r} is out of range for "
+            raise ValueError(f"actions[{index}] = {actions[index].tolist()!r} is out of range for "
                              f"{self.single_action_space} (env {index})")
         if status == _FINISHED_ENV:
             raise ValueError(f"env {index} finished its episode (terminated={bool(self.terminals[index])}, "
@@ -318,8 +320,9 @@ class Engine:
                         self._seeds[i] = (base + i) % MAX_SEED
             self._seeded = True
             return 2, 0
-        self._seeded = True
-        return 1, check_seed(seed, span=self.num_envs)
+        base = check_seed(seed, span=self.num_envs)
+        self._seeded = True  # only once the seed is valid: a rejected seed seeds nothing
+        return 1, base
 
     def _words_of(self, mask) -> np.ndarray:
         if isinstance(mask, ResetMask):
@@ -332,9 +335,8 @@ class Engine:
             raise TypeError(f"reset mask must have dtype bool, but got dtype {mask.dtype}")
         if mask.shape != (self.num_envs,):
             raise ValueError(f"reset mask must have shape ({self.num_envs},), but got shape {mask.shape}")
-        padded = np.zeros(self._bool_words.shape[0] * 64, dtype=np.bool_)
-        padded[: self.num_envs] = mask
-        self._bool_words[:] = np.packbits(padded, bitorder="little").view("<u8")
+        self._bool_pad[: self.num_envs] = mask  # preallocated: saves a num_envs-sized temporary per call
+        self._bool_words[:] = np.packbits(self._bool_pad, bitorder="little").view("<u8")
         return self._bool_words
 
     # -- public API ----------------------------------------------------------------------

@@ -11,10 +11,10 @@ NAMESPACE = "vecsim"
 #: Gymnasium id (without namespace) -> game module.
 GAME_MODULES = {
     "CartPole-v1": "games.cartpole",
-    #"MountainCar-v0": "games.mountain_car",
-    #"MountainCarContinuous-v0": "games.mountain_car_continuous",
-    #"Pendulum-v1": "games.pendulum",
-    #"Acrobot-v1": "games.acrobot",
+    "MountainCar-v0": "games.mountain_car",
+    "MountainCarContinuous-v0": "games.mountain_car_continuous",
+    "Pendulum-v1": "games.pendulum",
+    "Acrobot-v1": "games.acrobot",
 }
 
 _GAMES: dict[str, GameSpec] = {}

@@ -12,7 +12,7 @@ import numpy as np
 import gymnasium
 from gymnasium import spaces
 
-from vecsim.engine import NO_RESET, Engine
+from vecsim.engine import NO_RESET, Engine, check_seed
 from vecsim.registry import resolve
 from vecsim.reset_mask import ResetMask
 
@@ -66,6 +66,8 @@ class VecsimEnv(gymnasium.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Reset; with ``seed`` the episode is the one env ``i`` of a batch reset with ``seed - i`` gets."""
+        if seed is not None:
+            seed = check_seed(seed)  # ValueError/TypeError naming the seed, before any state changes
         super().reset(seed=seed)
         eng = self.engine
         if eng.closed:

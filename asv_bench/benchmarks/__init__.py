@@ -1,0 +1,1 @@
+"""asv benchmarks of vecsim (see ``asv_bench/asv.conf.json``)."""

@@ -1,0 +1,197 @@
+"""MountainCarContinuous-v0, identical to Gymnasium's
+``gymnasium/envs/classic_control/continuous_mountain_car.py``.
+
+Description
+    MountainCar with a continuous engine force: a car at the bottom of a sinusoidal valley
+    must rock back and forth to reach the flag on the right hill.
+Action Space
+    ``Box(min_action, max_action, (1,), float32)`` = [-1, 1]: the engine force, clipped to the
+    bounds and multiplied by ``power``. Any finite float32 is accepted; out-of-bounds actions
+    are clipped for the dynamics but penalised unclipped, as in Gymnasium.
+Observation Space
+    ``Box((2,), float32)``: position in ``[min_position, max_position]`` and velocity in
+    ``[-max_speed, max_speed]``.
+Transition
+    ``velocity += force * power - gravity * cos(3 * position)``, clipped to
+    ``[-max_speed, max_speed]``; ``position += velocity``, clipped to
+    ``[min_position, max_position]``; hitting the left wall with negative velocity sets the
+    velocity to 0.
+Rewards
+    ``-0.1 * action**2`` every step (the unclipped action), plus 100 on reaching the goal.
+Starting State
+    Position uniform on ``[reset_low, reset_high]`` = [-0.6, -0.4], velocity 0.
+Episode End
+    Terminated when ``position >= goal_position`` (0.45) and ``velocity >= goal_velocity``;
+    truncated after 999 steps.
+Arguments
+    The fields of ``Params``; each may be a scalar or a per-env array of length ``num_envs``.
+    ``goal_velocity`` is Gymnasium's constructor argument; ``reset_low``/``reset_high`` are its
+    reset options ``low``/``high``; ``gravity`` is the literal 0.0025 of Gymnasium's step.
+Version History
+    v0 (vecsim 0.1): Gymnasium MountainCarContinuous-v0 bit for bit in float64.
+
+Gymnasium's arithmetic here mixes three types, and this port reproduces each (NumPy 2
+promotion rules, where a Python float meeting an ``np.float32`` is converted to float32):
+
+* the state is a float64 array after ``reset`` but a float32 array after every ``step``
+  (``self.state = np.array([position, velocity], dtype=np.float32)``), so the first step of
+  an episode computes in float64 and later steps in float32. The engine stores the state in
+  float64 and tells the two apart by the values: a state whose two values are both exact
+  float32 numbers is taken to be Gymnasium's float32 state. (A float64 reset position that
+  happens to be an exact float32, with probability about 2**-29, is then stepped as float32.)
+* ``force = min(max(action[0], min_action), max_action)`` is the ``np.float32`` action when
+  in bounds, so ``force * power - 0.0025 * cos(3 * position)`` is float32, and the Python
+  float bound otherwise, so it is float64.
+* each comparison with a bound (``velocity > max_speed``, ``position >= goal_position``...)
+  happens in float32 when the value is an ``np.float32`` (the bound rounded to float32), and
+  a clipped value becomes the Python float bound itself.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from gymnasium import spaces
+
+from games import mountain_car as _mountain_car
+from games.mountain_car import check_mountain_params
+from vecsim.contract import allocate_float_fields, box_finite, no_mask, param
+from vecsim.jit import exact
+from vecsim.rng import uniform
+
+NAME = "MountainCarContinuous"
+ENV_ID = "MountainCarContinuous-v0"
+MAX_EPISODE_STEPS = 999
+REWARD_THRESHOLD = 90.0
+OBS_ORDER = "F"
+EVENTS = ()
+HAS_ACTION_MASK = False
+RENDER_FPS = 30
+
+render_rgb = _mountain_car.render_rgb  # the same scene as MountainCar-v0
+render_text = _mountain_car.render_text
+
+
+class Params(NamedTuple):
+    min_action: float = -1.0
+    max_action: float = 1.0
+    min_position: float = -1.2
+    max_position: float = 0.6
+    max_speed: float = 0.07
+    goal_position: float = 0.45  # 0.5 in MountainCar-v0
+    goal_velocity: float = 0.0
+    power: float = 0.0015
+    gravity: float = 0.0025
+    reset_low: float = -0.6
+    reset_high: float = -0.4
+
+
+class State(NamedTuple):
+    position: np.ndarray  # (N,) float64 car position along the x-axis [m]
+    velocity: np.ndarray  # (N,) float64 car velocity [m/step]
+
+
+PHYSICAL_STATE = State._fields
+
+
+def allocate_state(num_envs: int, float_dtype) -> State:
+    return allocate_float_fields(State, num_envs, float_dtype)
+
+
+def check_params(values: dict) -> None:
+    check_mountain_params(NAME, values)
+    if np.any(values["min_action"] > values["max_action"]):
+        raise ValueError(f"{NAME} min_action must be <= max_action, but got "
+                         f"min_action={values['min_action']} and max_action={values['max_action']}")
+
+
+def observation_space(p: Params) -> spaces.Box:
+    low = np.array([p.min_position, -p.max_speed], dtype=np.float32)
+    high = np.array([p.max_position, p.max_speed], dtype=np.float32)
+    return spaces.Box(low, high, dtype=np.float32)
+
+
+def action_space(p: Params) -> spaces.Box:
+    return spaces.Box(p.min_action, p.max_action, shape=(1,), dtype=np.float32)
+
+
+@exact
+def action_ok(p, actions, i):
+    return box_finite(actions, i)
+
+
+write_mask = no_mask
+
+
+@exact
+def reset_env(s, p, i, rng):
+    s.position[i] = uniform(rng, i, param(p.reset_low, i), param(p.reset_high, i))
+    s.velocity[i] = 0.0
+
+
+@exact
+def _bound(value, is_f32):
+    """A Python float bound as NumPy compares it with a value of type float32 or float64."""
+    return np.float64(np.float32(value)) if is_f32 else value
+
+
+@exact
+def step_env(s, p, i, actions, events, rng):
+    position, velocity = s.position[i], s.velocity[i]
+    # Gymnasium's state: float32 after a step, float64 after reset (see the module docstring).
+    f32 = np.float32(position) == position and np.float32(velocity) == velocity
+    action = actions[i, 0]
+    min_action = param(p.min_action, i)
+    max_action = param(p.max_action, i)
+    gravity_term = param(p.gravity, i) * math.cos(
+        np.float64(np.float32(3.0) * np.float32(position)) if f32 else 3.0 * position
+    )
+    if _bound(min_action, True) > action:
+        term = min_action * param(p.power, i) - gravity_term
+    elif _bound(max_action, True) < action:
+        term = max_action * param(p.power, i) - gravity_term
+    else:  # the np.float32 action: float32 arithmetic
+        term = np.float64(action * np.float32(param(p.power, i)) - np.float32(gravity_term))
+    if f32:
+        velocity = np.float64(np.float32(velocity) + np.float32(term))
+    else:
+        velocity = velocity + term
+    velocity_f32 = f32
+    max_speed = param(p.max_speed, i)
+    if velocity > _bound(max_speed, velocity_f32):
+        velocity = max_speed
+        velocity_f32 = False
+    if velocity < _bound(-max_speed, velocity_f32):
+        velocity = -max_speed
+        velocity_f32 = False
+    if f32:
+        position = np.float64(np.float32(position) + np.float32(velocity))
+    else:
+        position = position + velocity
+    position_f32 = f32
+    max_position = param(p.max_position, i)
+    min_position = param(p.min_position, i)
+    if position > _bound(max_position, position_f32):
+        position = max_position
+        position_f32 = False
+    if position < _bound(min_position, position_f32):
+        position = min_position
+        position_f32 = False
+    if position == _bound(min_position, position_f32) and velocity < 0:
+        velocity = 0.0
+        velocity_f32 = False
+    terminated = (position >= _bound(param(p.goal_position, i), position_f32)
+                  and velocity >= _bound(param(p.goal_velocity, i), velocity_f32))
+    a = np.float64(action)
+    reward = (100.0 if terminated else 0.0) - a * a * 0.1  # math.pow(a, 2): exact for a float32
+    s.position[i] = np.float32(position)
+    s.velocity[i] = np.float32(velocity)
+    return reward, terminated
+
+
+@exact
+def write_obs(s, p, i, obs):
+    obs[i, 0] = s.position[i]
+    obs[i, 1] = s.velocity[i]

@@ -1,0 +1,69 @@
+"""Shared fixtures: every test that takes ``game_id`` runs once per registered vecsim game.
+
+Numba compiles a game's kernels once per process (and loads them from vecsim's cache in
+later processes), so module-scoped engines keep the suite fast on a small CI machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vecsim
+from vecsim.testing import sample_actions
+
+
+def pytest_generate_tests(metafunc):
+    if "game_id" in metafunc.fixturenames:
+        metafunc.parametrize("game_id", vecsim.game_ids(), scope="module")
+
+
+@pytest.fixture(scope="module")
+def engine(game_id):
+    """A reset float64 engine of 8 envs of ``game_id``, shared by one test module."""
+    eng = vecsim.make(game_id, 8)
+    eng.reset(seed=123)
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20240601)
+
+
+@pytest.fixture(scope="session")
+def actions_for():
+    """``actions_for(engine_or_env, rng)``: a batch of random valid actions."""
+
+    def make(target, rng, overshoot=0.0):
+        return sample_actions(target.single_action_space, target.num_envs, rng, overshoot)
+
+    return make
+
+
+def snapshot(eng) -> dict:
+    """Copies of every array that makes up an engine's state and outputs."""
+    named = {"obs": eng.obs, "rewards": eng.rewards, "terminals": eng.terminals,
+             "truncations": eng.truncations, "masks": eng.masks, "events": eng.events,
+             "elapsed": eng.elapsed, "rng": eng.rng, "needs_reset": eng.needs_reset}
+    named.update({f"state.{k}": v for k, v in zip(eng.state._fields, eng.state)})
+    return {k: np.array(v, copy=True) for k, v in named.items()}
+
+
+@pytest.fixture(scope="session")
+def engine_snapshot():
+    """``engine_snapshot(eng)``: a dict of copies of every state and output array."""
+    return snapshot
+
+
+@pytest.fixture(scope="session")
+def assert_unchanged():
+    """``assert_unchanged(eng, before)``: every array equals the snapshot ``before``."""
+
+    def check(eng, before, what="engine"):
+        after = snapshot(eng)
+        for name, old in before.items():
+            np.testing.assert_array_equal(after[name], old, err_msg=f"{what}: {name} changed")
+
+    return check

@@ -1,0 +1,357 @@
+"""Classic control against Gymnasium's own environments, step by step, bit for bit.
+
+Each test puts the same physical state into a vecsim engine of ``K`` envs and into ``K``
+Gymnasium envs (``gymnasium.make(id).unwrapped``), stored the way Gymnasium stores it, plays
+the same random actions in both, and asserts that observations, rewards, termination flags
+and the physical state itself are identical to the last bit. When an env terminates, and
+every ``RESEED_EVERY`` steps, both sides get a fresh random state. The random states reach
+far beyond the starting distribution (large velocities, angles of several turns, walls) so
+that every clipping, bounding and wrapping branch runs; continuous actions include
+out-of-bounds values and values exactly at the float32 bounds.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import gymnasium
+import numpy as np
+import pytest
+
+import vecsim
+
+K = 8
+STEPS = 200
+RESEED_EVERY = 25
+
+
+# -- what differs from game to game --------------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    """One classic control game and how to drive its Gymnasium twin."""
+
+    env_id: str
+    random_state: Callable  # (rng) -> (values, dtype Gymnasium stores them in)
+    observe: Callable  # Gymnasium env -> its observation of env.state
+    action_bounds: Callable | None = None  # Params -> (low, high) for Box actions
+    per_env: dict = field(default_factory=dict)  # Params field -> K values
+    gym_attr: dict = field(default_factory=dict)  # Params field -> Gymnasium attribute
+    fixup: Callable = lambda env: None  # re-derive Gymnasium's constants computed in __init__
+
+
+def _cartpole_state(rng):
+    values = rng.uniform(-1, 1, 4) * [2.6, 3.0, 0.25, 3.5]
+    return values, np.float64
+
+
+def _mountain_car_state(rng):
+    position = rng.choice([rng.uniform(-1.2, 0.6), -1.2, 0.6])
+    return np.array([position, rng.uniform(-0.07, 0.07)]), np.float64
+
+
+def _continuous_mountain_car_state(rng):
+    """Gymnasium's state is float64 after reset (velocity 0) and float32 after every step."""
+    kind = rng.choice(["reset", "float64", "float32", "float32", "wall"])
+    position, velocity = rng.uniform(-1.2, 0.6), rng.uniform(-0.07, 0.07)
+    if kind == "reset":
+        return np.array([rng.uniform(-0.6, -0.4), 0.0]), np.float64
+    if kind == "float64":
+        return np.array([position, velocity]), np.float64
+    if kind == "wall":
+        position = rng.choice([-1.2, 0.6, 0.45])
+    return np.array([position, velocity], dtype=np.float32).astype(np.float64), np.float32
+
+
+def _pendulum_state(rng):
+    return np.array([rng.uniform(-20, 20), rng.uniform(-12, 12)]), np.float64
+
+
+def _acrobot_state(rng):
+    """Gymnasium's state is float32 after reset and float64 after every step."""
+    if rng.random() < 0.25:
+        return rng.uniform(-0.1, 0.1, 4).astype(np.float32).astype(np.float64), np.float32
+    return rng.uniform(-1, 1, 4) * [4.0, 4.0, 16.0, 32.0], np.float64
+
+
+def _cartpole_fixup(env):
+    env.total_mass = env.masspole + env.masscart
+    env.polemass_length = env.masspole * env.length
+
+
+CASES = {
+    "CartPole-v1": Case(
+        "CartPole-v1", _cartpole_state, lambda env: np.array(env.state, dtype=np.float32),
+        per_env={"gravity": np.linspace(9.0, 10.5, K), "masscart": np.linspace(0.7, 1.6, K),
+                 "masspole": np.linspace(0.05, 0.3, K), "length": np.linspace(0.3, 0.9, K),
+                 "force_mag": np.linspace(7.0, 13.0, K), "tau": np.linspace(0.01, 0.03, K)},
+        fixup=_cartpole_fixup,
+    ),
+    "MountainCar-v0": Case(
+        "MountainCar-v0", _mountain_car_state, lambda env: np.array(env.state, dtype=np.float32),
+        per_env={"goal_velocity": np.linspace(0.0, 0.013, K), "force": np.linspace(0.0007, 0.0013, K),
+                 "gravity": np.linspace(0.0021, 0.0029, K), "max_speed": np.linspace(0.05, 0.09, K),
+                 "goal_position": np.linspace(0.3, 0.55, K)},
+    ),
+    "MountainCarContinuous-v0": Case(
+        "MountainCarContinuous-v0", _continuous_mountain_car_state,
+        lambda env: np.array(env.state, dtype=np.float32),
+        action_bounds=lambda p: (p.min_action, p.max_action),
+        # bounds that are not float32 numbers: Gymnasium compares the float32 action with
+        # them in float32, and a clipped force is then the float64 bound
+        per_env={"min_action": -np.linspace(0.6, 1.3, K), "max_action": np.linspace(0.3, 1.7, K),
+                 "power": np.linspace(0.0011, 0.0019, K), "goal_velocity": np.linspace(0.0, 0.011, K),
+                 "max_speed": np.linspace(0.05, 0.09, K), "goal_position": np.linspace(0.3, 0.55, K)},
+    ),
+    "Pendulum-v1": Case(
+        "Pendulum-v1", _pendulum_state, lambda env: env._get_obs(),
+        action_bounds=lambda p: (-np.asarray(p.max_torque), np.asarray(p.max_torque)),
+        per_env={"g": np.linspace(9.0, 11.3, K), "m": np.linspace(0.7, 1.9, K), "l": np.linspace(0.6, 1.7, K),
+                 "max_torque": np.linspace(1.3, 2.7, K), "dt": np.linspace(0.03, 0.07, K),
+                 "max_speed": np.linspace(6.5, 9.1, K)},
+    ),
+    "Acrobot-v1": Case(
+        "Acrobot-v1", _acrobot_state, lambda env: env._get_ob(),
+        per_env={"dt": np.linspace(0.1, 0.25, K), "link_length_1": np.linspace(0.8, 1.3, K),
+                 "link_mass_1": np.linspace(0.7, 1.9, K), "link_mass_2": np.linspace(0.6, 1.7, K),
+                 "link_com_pos_1": np.linspace(0.3, 0.7, K), "link_com_pos_2": np.linspace(0.35, 0.65, K),
+                 "link_moi": np.linspace(0.8, 1.2, K), "max_vel_1": np.linspace(2.0, 13.0, K),
+                 "max_vel_2": np.linspace(5.0, 30.0, K), "book_or_nips": np.array([0.0, 1.0] * (K // 2))},
+        gym_attr={"dt": "dt", "link_length_1": "LINK_LENGTH_1", "link_mass_1": "LINK_MASS_1",
+                  "link_mass_2": "LINK_MASS_2", "link_com_pos_1": "LINK_COM_POS_1",
+                  "link_com_pos_2": "LINK_COM_POS_2", "link_moi": "LINK_MOI", "max_vel_1": "MAX_VEL_1",
+                  "max_vel_2": "MAX_VEL_2", "book_or_nips": "book_or_nips"},
+    ),
+}
+IDS = list(CASES)
+NUMPY_TRIG = ("Pendulum-v1", "Acrobot-v1")  # Gymnasium calls np.sin/np.cos, not math.sin/math.cos
+
+
+@functools.cache
+def _numpy_trig_is_libm() -> bool:
+    """Whether NumPy's float64 sin/cos equal the C library's here (not so with AVX-512 SVML)."""
+    x = np.random.default_rng(0).uniform(-50.0, 50.0, 2000)
+    return all(np.sin(v) == math.sin(v) and np.cos(v) == math.cos(v) for v in x)
+
+
+def _skip_if_numpy_trig_differs(env_id: str) -> None:
+    if env_id in NUMPY_TRIG and not _numpy_trig_is_libm():
+        pytest.skip("NumPy's float64 sin/cos on this CPU differ from the C library's in the last bit "
+                    "(AVX-512 SVML loops, numpy/numpy#23523); vecsim's kernels call the C library")
+
+
+def _gym_value(name: str, value: float):
+    if name == "book_or_nips":
+        return "nips" if value else "book"
+    return float(value)
+
+
+# -- engines, built once per module --------------------------------------------------------
+@pytest.fixture(scope="module")
+def engines():
+    """``engines(env_id, per_env)``: a memoised engine of ``K`` envs, no step limit."""
+    built = {}
+
+    def get(env_id: str, per_env: bool = False):
+        key = (env_id, per_env)
+        if key not in built:
+            params = CASES[env_id].per_env if per_env else {}
+            eng = vecsim.make(env_id, num_envs=K, max_episode_steps=None, **params)
+            eng.reset(seed=7)
+            built[key] = eng
+        return built[key]
+
+    yield get
+    for eng in built.values():
+        eng.close()
+
+
+def _gym_envs(case: Case, per_env: bool) -> list:
+    envs = [gymnasium.make(case.env_id).unwrapped for _ in range(K)]
+    if per_env:
+        for i, env in enumerate(envs):
+            for name, values in case.per_env.items():
+                setattr(env, case.gym_attr.get(name, name), _gym_value(name, values[i]))
+            case.fixup(env)
+    return envs
+
+
+# -- playing both in lockstep --------------------------------------------------------------
+def _put_state(eng, env, i: int, values: np.ndarray, dtype) -> None:
+    """The same physical state in env ``i`` of the engine and in the Gymnasium env."""
+    for name, v in zip(eng.game.module.PHYSICAL_STATE, values):
+        getattr(eng.state, name)[i] = v
+    env.state = np.array(values, dtype=dtype)
+    if hasattr(env, "steps_beyond_terminated"):  # CartPole: a new episode, as after reset()
+        env.steps_beyond_terminated = None
+
+
+def _physical(eng, i: int) -> np.ndarray:
+    return np.array([getattr(eng.state, name)[i] for name in eng.game.module.PHYSICAL_STATE])
+
+
+def _assert_bitwise(actual, expected, what: str) -> None:
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype and actual.tobytes() == expected.tobytes(), (
+        f"{what}: vecsim {actual!r} != Gymnasium {expected!r}"
+    )
+
+
+def _random_actions(case: Case, eng, rng) -> np.ndarray:
+    if case.action_bounds is None:
+        return rng.integers(0, eng.single_action_space.n, K)
+    low, high = (np.broadcast_to(np.asarray(b, dtype=np.float64), (K,)) for b in case.action_bounds(eng.params))
+    kind = rng.integers(0, 6, K)
+    inside = rng.uniform(low, high)
+    beyond = rng.uniform(1.5 * low, 1.5 * high)
+    huge = rng.choice([-1.0, 1.0], K) * 10.0 ** rng.uniform(1, 4, K)
+    picks = np.choose(kind, [inside, beyond, low, high, huge, np.zeros(K)])
+    return picks.astype(np.float32).reshape(K, 1)  # low, high: exactly the float32 bounds
+
+
+def _gym_action(case: Case, actions: np.ndarray, i: int):
+    return int(actions[i]) if case.action_bounds is None else actions[i].copy()
+
+
+def play_in_lockstep(case: Case, eng, envs: list, rng, steps: int = STEPS) -> int:
+    """Step both sides ``steps`` times; returns how many episodes terminated.
+
+    A terminated env, and every env each ``RESEED_EVERY`` steps, gets a fresh random state.
+    """
+    for i, env in enumerate(envs):
+        _put_state(eng, env, i, *case.random_state(rng))
+    eng.refresh()
+    for i, env in enumerate(envs):
+        _assert_bitwise(eng.obs[i], case.observe(env), f"{case.env_id} env {i} observation of a written state")
+    terminations = 0
+    for t in range(steps):
+        actions = _random_actions(case, eng, rng)
+        result = eng.step_no_reset(actions)
+        for i, env in enumerate(envs):
+            where = f"{case.env_id} step {t} env {i} action {actions[i]}"
+            obs, reward, terminated, truncated, _ = env.step(_gym_action(case, actions, i))
+            _assert_bitwise(result.observations[i], obs, f"{where}: observation")
+            _assert_bitwise(result.rewards[i], np.float64(reward), f"{where}: reward")
+            assert bool(result.terminals[i]) == terminated, f"{where}: terminated"
+            assert not result.truncations[i] and not truncated, f"{where}: truncated"
+            _assert_bitwise(_physical(eng, i), np.asarray(env.state, dtype=np.float64), f"{where}: state")
+        done = result.terminals.copy()
+        if done.any():
+            terminations += int(done.sum())
+            eng.reset_envs(done)
+        if t % RESEED_EVERY == RESEED_EVERY - 1:  # fresh far-away states for every env
+            done[:] = True
+        for i in np.flatnonzero(done):
+            _put_state(eng, envs[i], i, *case.random_state(rng))
+        eng.refresh()
+    return terminations
+
+
+# -- the tests -----------------------------------------------------------------------------
+@pytest.mark.parametrize("env_id", IDS)
+def test_matches_gymnasium_bit_for_bit(env_id, engines):
+    _skip_if_numpy_trig_differs(env_id)
+    case = CASES[env_id]
+    terminations = play_in_lockstep(case, engines(env_id), _gym_envs(case, per_env=False), np.random.default_rng(1))
+    assert terminations > 0 or env_id == "Pendulum-v1", "the re-seeding after termination ran"
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_per_env_params_match_gymnasium_envs_with_those_constants(env_id, engines):
+    _skip_if_numpy_trig_differs(env_id)
+    case = CASES[env_id]
+    eng = engines(env_id, per_env=True)
+    for name, values in case.per_env.items():
+        np.testing.assert_array_equal(getattr(eng.params, name), values)
+    terminations = play_in_lockstep(case, eng, _gym_envs(case, per_env=True), np.random.default_rng(2))
+    assert terminations > 0 or env_id == "Pendulum-v1", "the re-seeding after termination ran"
+
+
+@pytest.mark.parametrize("env_id", ["MountainCarContinuous-v0", "Pendulum-v1"])
+def test_out_of_bounds_actions_are_clipped_as_in_gymnasium(env_id, engines):
+    """Actions at, just beyond and far beyond the bounds give Gymnasium's result exactly."""
+    _skip_if_numpy_trig_differs(env_id)
+    case = CASES[env_id]
+    eng = engines(env_id)
+    envs = _gym_envs(case, per_env=False)
+    low, high = (float(b) for b in case.action_bounds(eng.params))
+    grid = np.array([low, high, np.nextafter(np.float32(high), np.float32(np.inf)), 1.5 * high,
+                     -3.0e38, 3.0e38, 1e-30, -0.0], dtype=np.float32).reshape(K, 1)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        for i, env in enumerate(envs):
+            _put_state(eng, env, i, *case.random_state(rng))
+        eng.refresh()
+        result = eng.step_no_reset(grid)
+        for i, env in enumerate(envs):
+            obs, reward, terminated, _, _ = env.step(grid[i].copy())
+            _assert_bitwise(result.observations[i], obs, f"{env_id} action {grid[i]}: observation")
+            _assert_bitwise(result.rewards[i], np.float64(reward), f"{env_id} action {grid[i]}: reward")
+            assert bool(result.terminals[i]) == terminated
+        if result.terminals.any():
+            eng.reset_envs(result.terminals.copy())
+
+
+def test_continuous_car_landing_exactly_on_the_float32_wall_stops(engines):
+    """``position == self.min_position`` compares an ``np.float32`` position in float32.
+
+    A car moving left that lands, unclipped, exactly on float32(-1.2) counts as at the wall
+    (its velocity becomes 0) although float32(-1.2) != -1.2 in float64. Eight neighbouring
+    float32 start positions: some stop short, one lands exactly, the rest are clipped.
+    """
+    case = CASES["MountainCarContinuous-v0"]
+    eng = engines(case.env_id)
+    envs = _gym_envs(case, per_env=False)
+    wall, v0 = np.float32(-1.2), np.float32(-0.005)
+
+    def velocity_after(p):  # Gymnasium's update for action 0 from the float32 state (p, v0)
+        return v0 + (np.float32(0.0) * 0.0015 - 0.0025 * math.cos(3 * p))
+
+    p = np.float32(-1.1972)
+    for _ in range(3):
+        p = np.float32(wall - velocity_after(p))
+    starts = [p + np.float32(k) * np.spacing(p) for k in range(-4, 4)]
+    assert any(s + velocity_after(s) == wall for s in starts), "one start lands exactly on the wall"
+    for i, (env, start) in enumerate(zip(envs, starts)):
+        _put_state(eng, env, i, np.array([start, v0], dtype=np.float64), np.float32)
+    eng.refresh()
+    result = eng.step_no_reset(np.zeros((K, 1), dtype=np.float32))
+    for i, env in enumerate(envs):
+        obs, reward, *_ = env.step(np.zeros(1, dtype=np.float32))
+        _assert_bitwise(result.observations[i], obs, f"start {starts[i]!r}: observation")
+        _assert_bitwise(result.rewards[i], np.float64(reward), f"start {starts[i]!r}: reward")
+    landed = [i for i, s in enumerate(starts) if s + velocity_after(s) == wall]
+    assert all(result.observations[i, 1] == 0.0 for i in landed)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_reset_draws_gymnasiums_starting_distribution(env_id, engines):
+    eng = engines(env_id)
+    eng.reset(seed=11)
+    states = np.stack([_physical(eng, i) for i in range(K)])
+    if env_id == "CartPole-v1":
+        assert np.all(np.abs(states) <= 0.05)
+    elif env_id.startswith("MountainCar"):
+        assert np.all((-0.6 <= states[:, 0]) & (states[:, 0] <= -0.4)) and np.all(states[:, 1] == 0.0)
+    elif env_id == "Pendulum-v1":
+        assert np.all(np.abs(states[:, 0]) <= math.pi) and np.all(np.abs(states[:, 1]) <= 1.0)
+    else:  # Acrobot stores its starting state as float32
+        assert np.all(np.abs(states) <= 0.1)
+        np.testing.assert_array_equal(states.astype(np.float32).astype(np.float64), states)
+    assert len(np.unique(states[:, 0])) == K, "each env draws from its own stream"
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_render_rgb_and_text(env_id, engines):
+    eng = engines(env_id)
+    eng.reset(seed=5)
+    for _ in range(3):
+        eng.step(eng.zero_actions())
+    img = eng.render_rgb(0)
+    assert isinstance(img, np.ndarray) and img.dtype == np.uint8
+    assert img.ndim == 3 and img.shape[2] == 3 and img.shape[0] >= 100 and img.shape[1] >= 100
+    assert np.any(img != img[0, 0]), "more than one colour"
+    text = eng.render_text(0)
+    assert isinstance(text, str) and text.strip()

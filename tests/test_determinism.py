@@ -1,0 +1,113 @@
+"""Same seed, same trajectory: whatever the thread count, kernel, or process; warm starts don't compile.
+
+Each check runs fresh interpreters (``subprocess``), since Numba fixes its thread count and
+loads its cache at start-up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import vecsim
+from vecsim.testing import sample_actions
+
+pytestmark = pytest.mark.slow
+
+TESTS = pathlib.Path(__file__).resolve().parent
+ROOT = TESTS.parent
+NUM_ENVS = 67  # odd and above 64: uneven thread chunks and vector-loop remainders
+STEPS = 120
+
+
+def trajectory_hashes(parallel: bool) -> dict[str, str]:
+    """SHA-256 of every game's observations, rewards and flags over a seeded run, per precision.
+
+    The first half uses ``step`` (autoreset inside the kernel), the second ``step_no_reset``
+    with ``reset_envs``; a short episode limit makes both reset paths run often.
+    """
+    hashes = {}
+    for game_id in vecsim.game_ids():
+        for precision in ("float64", "float32"):
+            eng = vecsim.make(game_id, NUM_ENVS, precision=precision, parallel=parallel, max_episode_steps=30)
+            rng = np.random.default_rng(0)
+            digest = hashlib.sha256(eng.reset(seed=7).tobytes())
+            for t in range(STEPS):
+                actions = sample_actions(eng.single_action_space, NUM_ENVS, rng)
+                if t < STEPS // 2:
+                    eng.step(actions)
+                else:
+                    if t == STEPS // 2:
+                        eng.reset_envs(eng.terminals | eng.truncations)
+                    eng.step_no_reset(actions)
+                for arr in (eng.obs, eng.rewards, eng.terminals, eng.truncations):
+                    digest.update(arr.tobytes())
+                if t >= STEPS // 2:
+                    eng.reset_envs(eng.terminals | eng.truncations, seed=None if t % 2 else 1000 + t)
+            hashes[f"{game_id} {precision}"] = digest.hexdigest()
+            eng.close()
+    return hashes
+
+
+def _run(code: str, **env) -> str:
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, **env},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1]
+
+
+_HASHES = (f"import json, sys; sys.path.insert(0, {str(TESTS)!r}); import test_determinism as t; "
+           "print(json.dumps(t.trajectory_hashes(parallel=True)))")
+
+
+def test_thread_count_does_not_change_trajectories():
+    one = json.loads(_run(_HASHES, NUMBA_NUM_THREADS="1"))
+    two = json.loads(_run(_HASHES, NUMBA_NUM_THREADS="2"))
+    assert set(one) == {f"{g} {p}" for g in vecsim.game_ids() for p in ("float64", "float32")}
+    assert [k for k in one if one[k] != two[k]] == [], "1 vs 2 threads: these runs differ"
+    # The serial kernel in this process agrees with both.
+    serial = trajectory_hashes(parallel=False)
+    assert [k for k in one if one[k] != serial[k]] == [], "parallel vs serial kernel: these runs differ"
+
+
+_CACHE_STATS = """
+import json, sys
+import vecsim
+stats = {}
+for k, game_id in enumerate(vecsim.game_ids()):
+    # Every game's serial kernels; the parallel ones (same template) for the first game only,
+    # which keeps the cold compile of this test short.
+    for parallel in (False, True) if k == 0 else (False,):
+        eng = vecsim.make(game_id, 2, parallel=parallel)
+        eng.reset(seed=0)
+        eng.step(eng.zero_actions())
+        eng.reset_envs(vecsim.ResetMask.all(2))
+        eng.step_no_reset(eng.zero_actions())
+        eng.refresh()
+    kernels = sys.modules[eng._step_kernel.py_func.__module__]
+    for name in ("step", "reset", "observe"):
+        for kind in ("serial", "parallel"):
+            d = getattr(kernels, f"{name}_{kind}")
+            if d.signatures:
+                stats[f"{game_id} {name}_{kind}"] = [sum(d.stats.cache_hits.values()),
+                                                     sum(d.stats.cache_misses.values()), len(d.signatures)]
+print(json.dumps(stats))
+"""
+
+
+def test_a_warm_start_loads_every_kernel_from_the_cache(tmp_path):
+    cold = json.loads(_run(_CACHE_STATS, VECSIM_CACHE_DIR=str(tmp_path)))
+    warm = json.loads(_run(_CACHE_STATS, VECSIM_CACHE_DIR=str(tmp_path)))
+    assert all(misses for _, misses, _ in cold.values()), "the first process found a cache it should not have"
+    assert set(warm) == set(cold)
+    assert len(warm) == 3 * len(vecsim.game_ids()) + 3
+    for name, (hits, misses, signatures) in warm.items():
+        assert misses == 0, f"{name} compiled {misses} signature(s) in a warm process"
+        assert hits == signatures > 0, f"{name}: {hits} cache hits for {signatures} signatures"

@@ -1,0 +1,435 @@
+"""The ``Engine`` API: reset/step/step_no_reset/reset_envs, StepResult, buffers, params, precision."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vecsim
+from vecsim import Engine, ResetMask, StepResult
+from vecsim.engine import PARALLEL_THRESHOLD
+
+#: A constant per game that changes the dynamics, for the per-env parameter test.
+DYNAMIC_PARAM = {"CartPole": "force_mag", "MountainCar": "force", "MountainCarContinuous": "power",
+                 "Pendulum": "g", "Acrobot": "g"}
+
+
+def _done(eng):
+    return eng.terminals | eng.truncations
+
+
+# -- construction ------------------------------------------------------------------------
+def test_make_accepts_namespaced_plain_and_short_ids(game_id):
+    env_id = game_id.split("/", 1)[1]
+    short = env_id.rsplit("-v", 1)[0]
+    for name in (game_id, env_id, short):
+        eng = vecsim.make(name, 2)
+        assert eng.game.env_id == env_id
+        eng.close()
+
+
+def test_make_uses_the_registered_episode_limit(game_id):
+    eng = vecsim.make(game_id, 2)
+    assert eng.max_episode_steps == vecsim.resolve(game_id).module.MAX_EPISODE_STEPS
+    assert vecsim.make(game_id, 2, max_episode_steps=None).max_episode_steps is None
+
+
+def test_buffers_have_documented_shapes_and_dtypes(engine):
+    n = engine.num_envs
+    assert engine.obs.shape == (n, engine.obs_dim)
+    assert engine.obs.dtype == engine.single_observation_space.dtype
+    assert engine.rewards.shape == (n,) and engine.rewards.dtype == np.float64
+    assert engine.terminals.dtype == np.bool_ and engine.truncations.dtype == np.bool_
+    assert engine.events.shape == (n, len(engine.event_names)) and engine.events.dtype == np.int64
+    assert engine.masks.shape[0] == n and engine.masks.dtype == np.bool_
+    assert engine.rng.shape == (n, 2) and engine.rng.dtype == np.uint64
+    for field in engine.state:
+        assert field.shape[0] == n
+
+
+def test_parallel_auto_picks_serial_below_the_threshold(game_id):
+    assert vecsim.make(game_id, 4).parallel is False
+    assert vecsim.make(game_id, PARALLEL_THRESHOLD).parallel is True
+    assert vecsim.make(game_id, 4, parallel=True).parallel is True
+
+
+def test_supports_no_reset(engine):
+    assert engine.supports_no_reset() is True
+
+
+def test_zero_actions_are_a_valid_batch(engine):
+    acts = engine.zero_actions()
+    assert acts.shape[0] == engine.num_envs
+    engine.reset(seed=1)
+    engine.step_no_reset(acts)
+
+
+# -- reset -------------------------------------------------------------------------------
+def test_reset_returns_a_view_of_the_observation_buffer(engine):
+    obs = engine.reset(seed=7)
+    assert obs is engine.obs
+    assert engine.result.observations is engine.obs
+
+
+def test_reset_with_the_same_seed_repeats_and_a_new_seed_differs(engine):
+    first = engine.reset(seed=11).copy()
+    assert np.array_equal(engine.reset(seed=11), first)
+    assert not np.array_equal(engine.reset(seed=12), first)
+
+
+def test_int_seed_gives_env_i_the_seed_plus_i(game_id):
+    batch = vecsim.make(game_id, 5)
+    obs = batch.reset(seed=40).copy()
+    for i in range(5):
+        single = vecsim.make(game_id, 1)
+        assert np.array_equal(single.reset(seed=40 + i)[0], obs[i])
+
+
+def test_reset_without_seed_continues_each_stream(game_id):
+    a, b = vecsim.make(game_id, 3), vecsim.make(game_id, 3)
+    first = a.reset(seed=5).copy()
+    b.reset(seed=5)
+    second = a.reset().copy()
+    assert np.array_equal(b.reset(), second)
+    assert not np.array_equal(first, second)
+
+
+def test_first_reset_without_seed_is_random(game_id):
+    a, b = vecsim.make(game_id, 4), vecsim.make(game_id, 4)
+    assert not np.array_equal(a.reset(), b.reset())
+
+
+def test_reset_clears_flags_rewards_and_elapsed(engine, actions_for, rng):
+    engine.reset(seed=3)
+    for _ in range(5):
+        engine.step(actions_for(engine, rng))
+    engine.reset(seed=3)
+    assert not engine.terminals.any() and not engine.truncations.any()
+    assert not engine.rewards.any() and not engine.elapsed.any()
+
+
+# -- step / step_no_reset ----------------------------------------------------------------
+def test_step_returns_views_of_the_buffers(engine, actions_for, rng):
+    engine.reset(seed=1)
+    obs, rewards, terms, truncs = engine.step(actions_for(engine, rng))
+    assert obs is engine.obs and rewards is engine.rewards
+    assert terms is engine.terminals and truncs is engine.truncations
+
+
+def test_step_no_reset_returns_the_engines_step_result(engine, actions_for, rng):
+    engine.reset(seed=1)
+    result = engine.step_no_reset(actions_for(engine, rng))
+    assert isinstance(result, StepResult)
+    assert result is engine.result
+    assert result.observations is engine.obs and result.rewards is engine.rewards
+    assert result.terminals is engine.terminals and result.truncations is engine.truncations
+    assert result.masks is engine.masks and result.events is engine.events
+    assert result.event_names == engine.event_names
+
+
+def test_step_no_reset_truncates_at_the_episode_limit(game_id, actions_for, rng):
+    eng = vecsim.make(game_id, 6, max_episode_steps=4)
+    eng.reset(seed=2)
+    truncated = 0
+    for _ in range(12):
+        result = eng.step_no_reset(actions_for(eng, rng))
+        assert (eng.elapsed >= 1).all() and (eng.elapsed <= 4).all()
+        assert np.array_equal(result.truncations, eng.elapsed == 4)
+        truncated += int(result.truncations.sum())
+        eng.reset_envs(result.to_reset_mask())
+        assert not eng.elapsed[result.to_reset_mask().to_bools()].any()
+    assert truncated > 0
+
+
+def test_finished_env_keeps_its_terminal_row_until_reset_envs(game_id, actions_for, rng):
+    eng = vecsim.make(game_id, 5, max_episode_steps=3)
+    eng.reset(seed=9)
+    for _ in range(3):
+        result = eng.step_no_reset(actions_for(eng, rng))
+        if result.to_reset_mask().any():
+            break
+    done = _done(eng)
+    assert done.any()
+    terminal = eng.obs.copy()
+    flags = (eng.terminals.copy(), eng.truncations.copy(), eng.rewards.copy())
+    with pytest.raises(ValueError, match=f"env {np.flatnonzero(done)[0]} finished"):
+        eng.step_no_reset(actions_for(eng, rng))
+    eng.reset_envs(np.zeros(5, dtype=bool))
+    eng.refresh()
+    assert np.array_equal(eng.obs, terminal)
+    assert all(np.array_equal(a, b) for a, b in zip((eng.terminals, eng.truncations, eng.rewards), flags))
+    eng.reset_envs(result.to_reset_mask())
+    assert not _done(eng).any()
+    assert np.array_equal(eng.obs[~done], terminal[~done])
+    eng.step_no_reset(actions_for(eng, rng))
+
+
+def test_step_autoresets_finished_envs_on_the_next_step(game_id, actions_for, rng):
+    """NEXT_STEP: the step after the end returns the reset observation with reward 0."""
+    eng = vecsim.make(game_id, 4, max_episode_steps=2)
+    ref = vecsim.make(game_id, 4, max_episode_steps=2)
+    eng.reset(seed=4)
+    ref.reset(seed=4)
+    for _ in range(2):
+        acts = actions_for(eng, rng)
+        eng.step(acts)
+        ref.step_no_reset(acts)
+    assert _done(eng).all()
+    eng.step(actions_for(eng, rng))
+    ref.reset_envs(ResetMask.all(4))
+    assert np.array_equal(eng.obs, ref.obs)
+    assert not eng.rewards.any() and not _done(eng).any()
+
+
+def test_reset_envs_resets_only_the_masked_envs(engine, actions_for, rng):
+    engine.reset(seed=21)
+    engine.step(actions_for(engine, rng))
+    before = engine.obs.copy()
+    mask = ResetMask(engine.num_envs)
+    mask.set(1)
+    mask.set(6)
+    obs = engine.reset_envs(mask, seed=100)
+    assert obs is engine.obs
+    fresh = vecsim.make(engine.game.env_id, engine.num_envs).reset(seed=100)
+    assert np.array_equal(engine.obs[[1, 6]], fresh[[1, 6]])
+    keep = np.ones(engine.num_envs, dtype=bool)
+    keep[[1, 6]] = False
+    assert np.array_equal(engine.obs[keep], before[keep])
+
+
+def test_reset_envs_accepts_a_bool_array_like_a_reset_mask(game_id):
+    a, b = vecsim.make(game_id, 70), vecsim.make(game_id, 70)
+    a.reset(seed=1)
+    b.reset(seed=1)
+    flags = np.zeros(70, dtype=bool)
+    flags[[0, 63, 64, 69]] = True
+    a.reset_envs(flags, seed=[3 * i for i in range(70)])
+    b.reset_envs(ResetMask.from_bools(flags), seed=[3 * i for i in range(70)])
+    assert np.array_equal(a.obs, b.obs) and np.array_equal(a.rng, b.rng)
+
+
+def test_reset_envs_before_reset_does_not_start_the_engine(game_id):
+    eng = vecsim.make(game_id, 3)
+    flags = np.array([True, False, True])
+    eng.reset_envs(flags, seed=0)
+    with pytest.raises(RuntimeError, match="reset"):
+        eng.step(eng.zero_actions())
+    eng.reset_envs(np.ones(3, dtype=bool), seed=0)
+    eng.step(eng.zero_actions())
+
+
+def test_refresh_rewrites_observations_from_written_state(game_id, actions_for, rng):
+    a, b = vecsim.make(game_id, 4), vecsim.make(game_id, 4)
+    a.reset(seed=1)
+    for _ in range(3):
+        a.step(actions_for(a, rng))
+    b.reset(seed=99)
+    for src, dst in zip(a.state, b.state):
+        dst[:] = src
+    b.refresh()
+    assert np.array_equal(a.obs, b.obs)
+
+
+# -- StepResult --------------------------------------------------------------------------
+def _result(terms, truncs, obs_dim=2):
+    n = len(terms)
+    obs = np.arange(n * obs_dim, dtype=np.float32).reshape(n, obs_dim)
+    return StepResult(obs, np.ones(n), np.array(terms), np.array(truncs), np.ones((n, 0), bool),
+                      np.zeros((n, 0), np.int64))
+
+
+def test_step_result_per_env_queries():
+    r = _result([False, True, False], [False, False, True])
+    assert r.num_envs == 3
+    assert np.array_equal(r.obs(2), [4.0, 5.0])
+    assert [r.is_terminal(i) for i in range(3)] == [False, True, False]
+    assert [r.is_truncated(i) for i in range(3)] == [False, False, True]
+    assert [r.is_done(i) for i in range(3)] == [False, True, True]
+    assert "done=2" in repr(r)
+
+
+def test_step_result_to_reset_mask_is_terminals_or_truncations():
+    r = _result([False, True, False, False], [False, False, True, False])
+    assert list(r.to_reset_mask().iter_set()) == [1, 2]
+    assert r.to_reset_mask().num_envs == 4
+
+
+def test_step_result_rejects_bad_indices():
+    r = _result([False, False], [False, False])
+    with pytest.raises(IndexError, match="index 2 is out of range for num_envs=2"):
+        r.obs(2)
+    with pytest.raises(IndexError, match="-1"):
+        r.is_done(-1)
+    with pytest.raises(TypeError, match="1.0"):
+        r.is_terminal(1.0)
+    with pytest.raises(TypeError, match="True"):
+        r.is_truncated(True)
+
+
+def test_step_result_of_the_engine_marks_finished_envs(game_id, actions_for, rng):
+    eng = vecsim.make(game_id, 8, max_episode_steps=2)
+    eng.reset(seed=0)
+    eng.step_no_reset(actions_for(eng, rng))
+    result = eng.step_no_reset(actions_for(eng, rng))
+    assert result.to_reset_mask() == ResetMask.all(8)
+    assert all(result.is_done(i) for i in range(8))
+
+
+# -- caller-supplied buffers -------------------------------------------------------------
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_caller_buffers_are_written_in_place(game_id, order, actions_for, rng):
+    n = 6
+    ref = vecsim.make(game_id, n)
+    bufs = {"obs": np.zeros((n, ref.obs_dim), ref.obs_dtype, order=order), "rewards": np.zeros(n),
+            "terminals": np.zeros(n, bool), "truncations": np.zeros(n, bool)}
+    addresses = {k: v.ctypes.data for k, v in bufs.items()}
+    eng = vecsim.make(game_id, n, buffers=bufs)
+    assert eng.obs is bufs["obs"] and eng.rewards is bufs["rewards"]
+    assert eng.result.observations is bufs["obs"]
+    assert np.array_equal(eng.reset(seed=3), ref.reset(seed=3))
+    assert np.array_equal(bufs["obs"], ref.obs)
+    for _ in range(30):
+        acts = actions_for(eng, rng)
+        eng.step(acts)
+        ref.step(acts)
+        for name in bufs:
+            assert np.array_equal(bufs[name], getattr(ref, name)), name
+    assert {k: v.ctypes.data for k, v in bufs.items()} == addresses
+
+
+def test_caller_buffers_into_rollout_storage_rows(game_id, actions_for, rng):
+    """Zero-copy into a (T, N, ...) rollout tensor: each step writes a row of the storage."""
+    n, steps = 4, 5
+    ref = vecsim.make(game_id, n)
+    storage = np.zeros((steps, n, ref.obs_dim), ref.obs_dtype)
+    eng = vecsim.make(game_id, n, buffers={"obs": storage[0]})
+    eng.reset(seed=1)
+    ref.reset(seed=1)
+    acts = actions_for(eng, rng)
+    eng.step(acts)
+    ref.step(acts)
+    assert np.array_equal(storage[0], ref.obs)
+
+
+def test_caller_buffers_only_partially_given(game_id):
+    rewards = np.zeros(3)
+    eng = vecsim.make(game_id, 3, buffers={"rewards": rewards})
+    eng.reset(seed=0)
+    eng.step(eng.zero_actions())
+    assert eng.rewards is rewards
+
+
+# -- per-env constants -------------------------------------------------------------------
+def test_per_env_params_equal_scalar_engines_env_by_env(game_id, actions_for, rng):
+    game = vecsim.resolve(game_id)
+    name = DYNAMIC_PARAM.get(game.name) or next(
+        f for f in game.params_cls._fields if game.params_cls._field_defaults[f] != 0)
+    base = game.params_cls._field_defaults[name]
+    other = base * 1.25
+    n = 6
+    values = np.where(np.arange(n) % 2 == 0, base, other)
+    mixed = vecsim.make(game_id, n, **{name: values})
+    plain = vecsim.make(game_id, n)
+    changed = vecsim.make(game_id, n, **{name: other})
+    assert np.array_equal(mixed.params._asdict()[name], values)
+    for eng in (mixed, plain, changed):
+        eng.reset(seed=8)
+    differs = False
+    for _ in range(60):
+        acts = actions_for(mixed, rng)
+        for eng in (mixed, plain, changed):
+            eng.step(acts)
+        assert np.array_equal(mixed.obs[0::2], plain.obs[0::2])
+        assert np.array_equal(mixed.obs[1::2], changed.obs[1::2])
+        assert np.array_equal(mixed.rewards[1::2], changed.rewards[1::2])
+        differs |= not np.array_equal(plain.obs[1::2], changed.obs[1::2])
+    if game.name in DYNAMIC_PARAM:
+        assert differs, f"{name}={other} did not change {game.name}'s trajectory"
+
+
+def test_params_of_reports_one_envs_constants(game_id):
+    game = vecsim.resolve(game_id)
+    name = game.params_cls._fields[0]
+    default = game.params_cls._field_defaults[name]
+    eng = vecsim.make(game_id, 2, **{name: [default, default]})
+    assert getattr(eng.params_of(1), name) == default
+    assert isinstance(eng.params_of(0), game.params_cls)
+
+
+# -- precision ---------------------------------------------------------------------------
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_precision_sets_state_and_reward_dtypes(game_id, precision):
+    eng = vecsim.make(game_id, 3, precision=precision)
+    eng.reset(seed=0)
+    eng.step(eng.zero_actions())
+    assert eng.rewards.dtype == np.dtype(precision)
+    assert all(f.dtype == np.dtype(precision) for f in eng.state if f.dtype.kind == "f")
+    assert eng.obs.dtype == eng.single_observation_space.dtype
+
+
+def test_float32_cartpole_stays_close_to_float64_for_50_steps():
+    if "vecsim/CartPole-v1" not in vecsim.game_ids():
+        pytest.skip("CartPole is not registered")
+    n = 64
+    f64 = vecsim.make("CartPole-v1", n, precision="float64")
+    f32 = vecsim.make("CartPole-v1", n, precision="float32")
+    f64.reset(seed=17)
+    f32.reset(seed=17)
+    assert np.allclose(f32.obs, f64.obs, atol=1e-7)
+    worst = 0.0
+    for _ in range(50):
+        # A balancing policy keeps every episode running, so the trajectories stay comparable.
+        acts = (f64.obs[:, 2] + 0.5 * f64.obs[:, 3] > 0).astype(np.int64)
+        f64.step_no_reset(acts)
+        f32.step_no_reset(acts)
+        assert not (f64.terminals | f64.truncations).any()
+        assert np.array_equal(f32.terminals, f64.terminals)
+        assert np.array_equal(f32.rewards, f64.rewards.astype(np.float32))
+        worst = max(worst, float(np.abs(f32.obs.astype(np.float64) - f64.obs).max()))
+    assert worst < 1e-4, worst
+
+
+# -- masks, rendering, lifecycle ---------------------------------------------------------
+def test_action_masks_are_all_true_for_games_without_illegal_actions(engine):
+    masks = engine.action_masks()
+    assert masks.shape[0] == engine.num_envs and masks.dtype == np.bool_
+    if not engine.game.module.HAS_ACTION_MASK:
+        assert masks.all()
+
+
+def test_render_rgb_and_text(engine):
+    engine.reset(seed=0)
+    img = engine.render_rgb(engine.num_envs - 1)
+    assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+    assert isinstance(engine.render_text(0), str) and engine.render_text(0)
+
+
+def test_env_values_names_every_state_field(engine):
+    values = engine.env_values(0)
+    assert set(values) == set(engine.state._fields)
+
+
+def test_close_is_idempotent_and_final(game_id):
+    eng = vecsim.make(game_id, 2)
+    eng.reset(seed=0)
+    assert not eng.closed
+    eng.close()
+    eng.close()
+    assert eng.closed
+    for call in (lambda: eng.reset(seed=0), lambda: eng.step(eng.zero_actions()),
+                 lambda: eng.step_no_reset(eng.zero_actions()), eng.refresh, eng.action_masks,
+                 lambda: eng.reset_envs(np.ones(2, bool)), lambda: eng.render_rgb(0), lambda: eng.render_text(0)):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+
+
+def test_repr_names_game_size_and_kernel(engine):
+    text = repr(engine)
+    assert engine.game.env_id in text and f"num_envs={engine.num_envs}" in text
+
+
+def test_engine_built_directly_from_a_game_spec(game_id):
+    eng = Engine(vecsim.resolve(game_id), 3)
+    assert eng.max_episode_steps is None
+    eng.reset(seed=0)
+    eng.step_no_reset(eng.zero_actions())

@@ -1,0 +1,314 @@
+"""The ``vecsim`` command: ``vecsim demo`` and ``vecsim bench``.
+
+``vecsim demo`` runs every game with random actions through ``gymnasium.make_vec``, prints
+its throughput and writes a PNG of rendered frames. ``vecsim bench`` measures steps per
+second against Gymnasium (and EnvPool when installed) with the functions of
+``vecsim.bench``, which the asv suite in ``asv_bench/`` uses too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+from vecsim import bench
+
+
+class Progress:
+    """A one-line progress display on stderr, rewritten in place with ``\\r``."""
+
+    def __init__(self, total: int, enabled: bool = True, stream=None):
+        self.total = total
+        self.done = 0
+        self.enabled = enabled
+        self.stream = sys.stderr if stream is None else stream
+        self._width = 0
+        self._start = time.perf_counter()
+
+    def show(self, label: str) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.perf_counter() - self._start
+        text = f"[{self.done}/{self.total} {elapsed:5.1f}s] {label}"
+        self.stream.write("\r" + text.ljust(self._width))
+        self.stream.flush()
+        self._width = max(self._width, len(text))
+
+    def advance(self) -> None:
+        self.done += 1
+
+    def finish(self) -> None:
+        if self.enabled and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+
+
+def _game_list(names) -> list[str]:
+    import vecsim
+
+    if not names:
+        return vecsim.game_ids()
+    return [bench.full_id(name) for name in names]
+
+
+def _short(game_id: str) -> str:
+    return game_id.split("/", 1)[-1]
+
+
+def _warmup_timed(game_id: str, precision: str = "float64") -> float:
+    """Seconds taken by ``vecsim.warmup`` of one game (compile, or load from the cache)."""
+    import vecsim
+
+    start = time.perf_counter()
+    vecsim.warmup(game_id, precision)
+    return time.perf_counter() - start
+
+
+def _warmup_all(games: list[str], jobs: int, progress: Progress) -> dict[str, float]:
+    """Warm every game up; with ``jobs > 1`` compile in that many processes at once.
+
+    Numba compiles on one core. Worker processes fill the on-disk cache in parallel, then
+    this process loads the machine code from it, which takes a fraction of a second.
+    """
+    seconds = {}
+    jobs = min(jobs, len(games))
+    if jobs > 1:
+        import concurrent.futures
+        import multiprocessing
+
+        progress.show(f"compiling {len(games)} games in {jobs} processes")
+        ctx = multiprocessing.get_context("spawn")  # never fork a process that runs Numba threads
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+            for game_id, secs in zip(games, pool.map(_warmup_timed, games)):
+                seconds[game_id] = secs
+    for game_id in games:
+        progress.show(f"warming up {_short(game_id)}")
+        secs = _warmup_timed(game_id)
+        seconds[game_id] = max(seconds.get(game_id, 0.0), secs)
+        progress.advance()
+    return seconds
+
+
+# -- demo -----------------------------------------------------------------------------------
+def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):
+    """Random play of one game for ``seconds``: (steps/s, episodes finished, frames)."""
+    import gymnasium
+
+    env = gymnasium.make_vec(game_id, num_envs, vectorization_mode="vector_entry_point")
+    try:
+        env.reset(seed=0)
+        actions = bench.action_batches(env.single_action_space, num_envs)
+        steps = episodes = 0
+        start = time.perf_counter()
+        while True:
+            _, _, terminations, truncations, _ = env.step(actions[steps % len(actions)])
+            episodes += int(np.count_nonzero(terminations | truncations))
+            steps += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                break
+        engine = env.unwrapped.engine
+        picks = np.unique(np.linspace(0, num_envs - 1, min(n_frames, num_envs)).astype(int))
+        frames = [(int(i), engine.render_rgb(int(i))) for i in picks]
+    finally:
+        env.close()
+    return steps * num_envs / elapsed, episodes, frames
+
+
+def _save_frames(path: str, frames_by_game: dict) -> None:
+    from matplotlib.figure import Figure  # no pyplot: the Agg canvas, no display needed
+
+    rows = len(frames_by_game)
+    cols = max(len(f) for f in frames_by_game.values())
+    fig = Figure(figsize=(2.6 * cols, 2.0 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for r, (game_id, frames) in enumerate(frames_by_game.items()):
+        for c in range(cols):
+            ax = axes[r][c]
+            ax.set_axis_off()
+            if c < len(frames):
+                i, img = frames[c]
+                ax.imshow(img)
+                ax.set_title(f"{_short(game_id)}  env {i}", fontsize=8)
+    fig.savefig(path, dpi=80)
+
+
+def cmd_demo(args) -> int:
+    games = _game_list(args.games)
+    progress = Progress(2 * len(games), enabled=not args.no_progress)
+    total_start = time.perf_counter()
+    compile_s = _warmup_all(games, args.jobs, progress)
+    compile_wall = time.perf_counter() - total_start
+    rows, frames_by_game = [], {}
+    for game_id in games:
+        progress.show(f"playing {_short(game_id)} with {args.num_envs} envs")
+        rate, episodes, frames = _run_game(game_id, args.num_envs, args.seconds, args.frames)
+        frames_by_game[game_id] = frames
+        rows.append([_short(game_id), args.num_envs, bench.format_rate(rate), episodes, f"{compile_s[game_id]:.1f}"])
+        progress.advance()
+    progress.show(f"writing {args.out}")
+    _save_frames(args.out, frames_by_game)
+    progress.finish()
+    print(bench.format_table(["game", "num_envs", "steps/s", "episodes finished", "compile s"], rows))
+    jobs = min(args.jobs, len(games))
+    print(f"\nrandom actions for {args.seconds:g} s per game through gymnasium.make_vec(..., "
+          f'vectorization_mode="vector_entry_point").\n'
+          f"compile s = vecsim.warmup of the game (compile, or load from the cache); all games: "
+          f"{compile_wall:.1f} s wall time in {jobs} process{'es' if jobs > 1 else ''}.")
+    print(f"frames written to {args.out}; total {time.perf_counter() - total_start:.1f} s")
+    return 0
+
+
+# -- bench ----------------------------------------------------------------------------------
+def _ratio(ours, theirs) -> str:
+    if ours is None or not theirs:
+        return "-"
+    return f"{ours / max(theirs):.1f}x"
+
+
+def cmd_bench(args) -> int:
+    games = _game_list(args.games)
+    precisions = list(dict.fromkeys(args.precision))
+    with_envpool = bench.envpool_available()
+    baselines = [bench.GYM_VECTOR, bench.GYM_SYNC] + ([bench.ENVPOOL] if with_envpool else [])
+    tasks = []
+    for game_id in games:
+        for n in args.num_envs:
+            for precision in precisions:
+                tasks += [(game_id, n, bench.VECSIM_STEP, precision), (game_id, n, bench.VECSIM_NO_RESET, precision)]
+            tasks += [(game_id, n, impl, None) for impl in baselines]
+    progress = Progress(len(games) * len(precisions) + len(tasks), enabled=not args.no_progress)
+    for game_id in games:
+        for precision in precisions:
+            progress.show(f"warming up {_short(game_id)} {precision}")
+            _warmup_timed(game_id, precision)
+            progress.advance()
+    results = {}
+    for game_id, n, impl, precision in tasks:
+        progress.show(f"{_short(game_id)} num_envs={n} {impl}" + (f" {precision}" if precision else ""))
+        results[game_id, n, impl, precision] = bench.measure(impl, game_id, n, precision or "float64",
+                                                             args.seconds, args.repeats)
+        progress.advance()
+    progress.finish()
+
+    header = ["game", "num_envs", "precision", "vecsim step", "step_no_reset", "gym vector", "gym sync"]
+    header += ["envpool"] if with_envpool else []
+    header += ["x vs gymnasium"]
+    rows = []
+    for game_id in games:
+        for n in args.num_envs:
+            base = [results[game_id, n, impl, None] for impl in baselines]
+            gym = [v for v in base[:2] if v is not None]
+            for precision in precisions:
+                ours = results[game_id, n, bench.VECSIM_STEP, precision]
+                rows.append([_short(game_id), n, precision, bench.format_rate(ours),
+                             bench.format_rate(results[game_id, n, bench.VECSIM_NO_RESET, precision])]
+                            + [bench.format_rate(v) for v in base] + [_ratio(ours, gym)])
+    print(bench.format_table(header, rows))
+    print(f"\nenv steps per second (a step of N envs counts N), best of {args.repeats} repeats in about "
+          f"{args.seconds:g} s per cell; random actions.\n"
+          f"vecsim step = VecsimVectorEnv.step (copy=True); step_no_reset = Engine.step_no_reset + reset_envs; "
+          f"gym vector = Gymnasium's vector_entry_point env; gym sync = SyncVectorEnv (num_envs <= {bench.SYNC_MAX_ENVS}).\n"
+          f"x vs gymnasium = vecsim step / the fastest Gymnasium implementation at the same num_envs.")
+    if not with_envpool:
+        print("EnvPool: not installed, left out.")
+    print(_machine_line())
+    if args.json:
+        record = {"machine": _machine(), "seconds": args.seconds, "repeats": args.repeats,
+                  "results": [{"game": g, "num_envs": n, "impl": impl, "precision": p, "steps_per_s": v}
+                              for (g, n, impl, p), v in results.items()]}
+        with open(args.json, "w") as f:
+            json.dump(record, f, indent=1)
+        print(f"results written to {args.json}")
+    return 0
+
+
+def _machine() -> dict:
+    import gymnasium
+    import numba
+
+    import vecsim
+
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel has run in this process
+        layer = None
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "numba_threads": numba.config.NUMBA_NUM_THREADS, "threading_layer": layer, "numba": numba.__version__,
+            "numpy": np.__version__, "gymnasium": gymnasium.__version__, "vecsim": vecsim.__version__}
+
+
+def _machine_line() -> str:
+    m = _machine()
+    layer = f" ({m['threading_layer']} layer)" if m["threading_layer"] else ""
+    return (f"machine: {m['cpus']} CPUs, {m['numba_threads']} Numba threads{layer}, Python {m['python']}, "
+            f"numba {m['numba']}, numpy {m['numpy']}, gymnasium {m['gymnasium']}")
+
+
+# -- entry point ----------------------------------------------------------------------------
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vecsim", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="play every game with random actions; print throughput, save frames")
+    demo.add_argument("--out", default="vecsim_demo.png", help="PNG file of rendered frames (default: %(default)s)")
+    demo.add_argument("--num-envs", type=_positive_int, default=4096, help="envs per game (default: %(default)s)")
+    demo.add_argument("--seconds", type=_positive_float, default=1.0, help="play time per game (default: %(default)s)")
+    demo.add_argument("--games", nargs="+", help="game ids (default: every game)")
+    demo.add_argument("--frames", type=_positive_int, default=4, help="frames per game (default: %(default)s)")
+    demo.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
+                      help="processes compiling games at once (default: the CPU count)")
+    demo.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    demo.set_defaults(func=cmd_demo)
+
+    b = sub.add_parser("bench", help="steps/s of vecsim against Gymnasium (and EnvPool when installed)")
+    b.add_argument("--games", nargs="+", help="game ids (default: every game)")
+    b.add_argument("--num-envs", type=_positive_int, nargs="+", default=list(bench.NUM_ENVS),
+                   help="batch sizes (default: %(default)s)")
+    b.add_argument("--seconds", type=_positive_float, default=1.0,
+                   help="measuring time per cell (default: %(default)s)")
+    b.add_argument("--repeats", type=_positive_int, default=3, help="repeats, the best counts (default: %(default)s)")
+    b.add_argument("--precision", nargs="+", choices=("float64", "float32"), default=["float64", "float32"])
+    b.add_argument("--json", help="also write the results to this JSON file")
+    b.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    b.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the ``vecsim`` command line (``argv`` defaults to ``sys.argv[1:]``)."""
+    args = build_parser().parse_args(argv)
+    if getattr(args, "games", None):
+        try:
+            args.games = _game_list(args.games)
+        except (TypeError, ValueError) as exc:
+            build_parser().error(str(exc))
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # the reader went away (``vecsim bench | head``): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
