@@ -54,6 +54,7 @@ REWARD_THRESHOLD = -100.0
 OBS_ORDER = "F"
 EVENTS = ()
 HAS_ACTION_MASK = False
+PARALLEL_MIN_ENVS = 48  # measured crossover of the serial and parallel kernels on 2 cores
 RENDER_FPS = 15
 
 _PI = math.pi

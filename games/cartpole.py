@@ -46,6 +46,7 @@ REWARD_THRESHOLD = 475.0
 OBS_ORDER = "F"
 EVENTS = ()
 HAS_ACTION_MASK = False
+PARALLEL_MIN_ENVS = 384  # measured crossover of the serial and parallel kernels on 2 cores
 RENDER_FPS = 50
 
 

@@ -53,6 +53,7 @@ REWARD_THRESHOLD = -110.0
 OBS_ORDER = "F"
 EVENTS = ()
 HAS_ACTION_MASK = False
+PARALLEL_MIN_ENVS = 1024  # measured crossover of the serial and parallel kernels on 2 cores
 RENDER_FPS = 30
 
 

@@ -57,6 +57,7 @@ REWARD_THRESHOLD = None
 OBS_ORDER = "F"
 EVENTS = ()
 HAS_ACTION_MASK = False
+PARALLEL_MIN_ENVS = 384  # measured crossover of the serial and parallel kernels on 2 cores
 RENDER_FPS = 30
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
 import vecsim
 from vecsim import Engine, ResetMask, StepResult
-from vecsim.engine import PARALLEL_THRESHOLD
+from vecsim.engine import parallel_min_envs
 
 #: A constant per game that changes the dynamics, for the per-env parameter test.
 DYNAMIC_PARAM = {"CartPole": "force_mag", "MountainCar": "force", "MountainCarContinuous": "power",
@@ -49,7 +50,9 @@ def test_buffers_have_documented_shapes_and_dtypes(engine):
 
 def test_parallel_auto_picks_serial_below_the_threshold(game_id):
     assert vecsim.make(game_id, 4).parallel is False
-    assert vecsim.make(game_id, PARALLEL_THRESHOLD).parallel is True
+    threshold = parallel_min_envs(vecsim.resolve(game_id))
+    assert vecsim.make(game_id, threshold - 1).parallel is False
+    assert vecsim.make(game_id, threshold).parallel is (numba.get_num_threads() > 1)
     assert vecsim.make(game_id, 4, parallel=True).parallel is True
 
 
@@ -433,3 +436,18 @@ def test_engine_built_directly_from_a_game_spec(game_id):
     assert eng.max_episode_steps is None
     eng.reset(seed=0)
     eng.step_no_reset(eng.zero_actions())
+
+
+def test_registry_table_matches_game_modules(game_id):
+    """The registration numbers kept in vecsim.registry equal the game modules' own."""
+    import gymnasium
+
+    from vecsim.registry import GAMES
+
+    game = vecsim.resolve(game_id)
+    module_name, max_steps, threshold = GAMES[game.env_id]
+    assert game.module.__name__ == module_name
+    assert max_steps == game.module.MAX_EPISODE_STEPS
+    assert threshold == game.module.REWARD_THRESHOLD
+    spec = gymnasium.spec(f"vecsim/{game.env_id}")
+    assert spec.max_episode_steps == game.module.MAX_EPISODE_STEPS

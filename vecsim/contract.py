@@ -16,13 +16,17 @@ A game is a module (small game) or package (large game) under ``games/`` that de
 ``PHYSICAL_STATE``
     Names of the ``State`` fields that make up Gymnasium's ``env.unwrapped.state`` vector.
 ``OBS_ORDER``
-    ``"F"`` when the ``(num_envs, obs_dim)`` observation buffer is column-major, so that a
-    kernel writing observation ``k`` for consecutive envs touches consecutive addresses (the
-    loop then vectorises); ``"C"`` for large per-env observations.
+    ``"F"`` when, in ``precision="float32"``, the ``(num_envs, obs_dim)`` observation buffer
+    should be column-major, so that a kernel writing observation ``k`` for consecutive envs
+    touches consecutive addresses (the loop then vectorises); ``"C"`` for large per-env
+    observations. float64 buffers are always row-major.
 ``EVENTS``
     Names of per-step event counters written into ``events[i, k]`` (may be empty).
 ``HAS_ACTION_MASK``
     Whether actions can be illegal; then ``write_mask`` fills ``masks[i, :]``.
+``PARALLEL_MIN_ENVS``
+    Optional: batch size from which the parallel kernel beats the serial one (default 512;
+    a game with costly steps parallelises from smaller batches).
 ``observation_space(params)``, ``action_space(params)``
     Single-env Gymnasium spaces for scalar ``params``.
 ``check_params(values)``

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 import os
 
+import numba
 import numpy as np
 from gymnasium import spaces
 
@@ -23,9 +24,18 @@ NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 _OK, _BAD_ACTION, _FINISHED_ENV = 0, 1, 2
 PRECISIONS = ("float64", "float32")
 
-#: Batches at least this large use the parallel kernel when ``parallel="auto"``. Below it a
-#: serial kernel wins: a parallel launch costs a few microseconds (measured in asv_bench).
-PARALLEL_THRESHOLD = int(os.environ.get("VECSIM_PARALLEL_THRESHOLD", "2048"))
+#: Default batch size from which ``parallel="auto"`` uses the parallel kernel, for games that
+#: declare no ``PARALLEL_MIN_ENVS``. Below it a serial kernel wins: a parallel launch costs a
+#: few microseconds. ``VECSIM_PARALLEL_THRESHOLD`` overrides every game's value.
+DEFAULT_PARALLEL_MIN_ENVS = 512
+
+
+def parallel_min_envs(game: GameSpec) -> int:
+    """Batch size from which ``parallel="auto"`` picks the parallel kernel for ``game``."""
+    override = os.environ.get("VECSIM_PARALLEL_THRESHOLD")
+    if override:
+        return int(override)
+    return int(getattr(game.module, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS))
 
 BUFFER_NAMES = ("obs", "rewards", "terminals", "truncations")
 
@@ -65,7 +75,9 @@ class Engine:
         Truncate an episode after this many steps (``None``: never).
     parallel : {"auto", True, False}
         Use the parallel kernel (threads over envs) or the serial one. ``"auto"`` picks
-        parallel from ``PARALLEL_THRESHOLD`` envs. Results are identical either way.
+        parallel from the game's ``PARALLEL_MIN_ENVS`` envs (where a thread's share of the
+        work outweighs a launch, measured per game) when more than one Numba thread is
+        available. Results are identical either way.
     buffers : dict, optional
         Caller-owned output arrays, written in place (zero-copy into rollout storage):
         ``obs`` (num_envs, obs_dim) of the observation dtype, ``rewards`` (num_envs,) float64
@@ -109,7 +121,10 @@ class Engine:
         self.event_names = tuple(mod.EVENTS)
         self.n_mask = int(self.single_action_space.n) if mod.HAS_ACTION_MASK else 0
 
-        order = mod.OBS_ORDER
+        # Column-major observations let a vectorised float32 loop store consecutive envs at
+        # consecutive addresses. The float64 loops call libm and never vectorise, so they keep
+        # row-major buffers, which copy ten times faster for Gymnasium's copy=True.
+        order = mod.OBS_ORDER if precision == "float32" else "C"
         self.obs = np.zeros((n, self.obs_dim), dtype=self.obs_dtype, order=order)
         self.rewards = np.zeros(n, dtype=self._float)
         self.terminals = np.zeros(n, dtype=np.bool_)
@@ -133,7 +148,10 @@ class Engine:
         self._closed = False
 
         kernels = load_kernels(game, precision)
-        self.parallel = bool(n >= PARALLEL_THRESHOLD) if parallel == "auto" else bool(parallel)
+        if parallel == "auto":
+            self.parallel = n >= parallel_min_envs(game) and numba.get_num_threads() > 1
+        else:
+            self.parallel = bool(parallel)
         suffix = "parallel" if self.parallel else "serial"
         self._step_kernel = getattr(kernels, f"step_{suffix}")
         self._reset_kernel = getattr(kernels, f"reset_{suffix}")

@@ -8,14 +8,17 @@ from vecsim.contract import GameSpec, load_game
 
 NAMESPACE = "vecsim"
 
-#: Gymnasium id (without namespace) -> game module.
-GAME_MODULES = {
-    "CartPole-v1": "games.cartpole",
-    "MountainCar-v0": "games.mountain_car",
-    "MountainCarContinuous-v0": "games.mountain_car_continuous",
-    "Pendulum-v1": "games.pendulum",
-    "Acrobot-v1": "games.acrobot",
+#: Gymnasium id (without namespace) -> (game module, max_episode_steps, reward_threshold).
+#: The registration numbers are repeated here so that ``import vecsim`` registers every id
+#: without importing the games; ``tests/test_engine.py`` checks they equal the modules'.
+GAMES = {
+    "CartPole-v1": ("games.cartpole", 500, 475.0),
+    "MountainCar-v0": ("games.mountain_car", 200, -110.0),
+    "MountainCarContinuous-v0": ("games.mountain_car_continuous", 999, 90.0),
+    "Pendulum-v1": ("games.pendulum", 200, None),
+    "Acrobot-v1": ("games.acrobot", 500, -100.0),
 }
+GAME_MODULES = {env_id: entry[0] for env_id, entry in GAMES.items()}
 
 _GAMES: dict[str, GameSpec] = {}
 
@@ -42,16 +45,15 @@ def resolve(game_id: str) -> GameSpec:
 
 def register_all() -> None:
     """Register every game with Gymnasium (idempotent): single env and vector entry point."""
-    for env_id, module in GAME_MODULES.items():
+    for env_id, (_, max_steps, threshold) in GAMES.items():
         full = f"{NAMESPACE}/{env_id}"
         if full in gymnasium.registry:
             continue
-        game = load_game(module)
         gymnasium.register(
             id=full,
             entry_point="vecsim.single:VecsimEnv",
             vector_entry_point="vecsim.vector:VecsimVectorEnv",
-            max_episode_steps=game.module.MAX_EPISODE_STEPS,
-            reward_threshold=game.module.REWARD_THRESHOLD,
+            max_episode_steps=max_steps,
+            reward_threshold=threshold,
             kwargs={"game_id": env_id},
         )

@@ -98,7 +98,7 @@ class VecsimVectorEnv(VectorEnv):
         if not self._flat_obs:
             obs = spaces.unflatten(self.observation_space, obs)
             return obs  # unflatten already builds new arrays
-        return obs.copy() if self.copy else obs
+        return obs.copy(order="K") if self.copy else obs  # "K": a plain memcpy of either layout
 
     def _base_info(self) -> dict[str, Any]:
         if not self._has_mask:
