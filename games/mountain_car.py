@@ -54,6 +54,7 @@ OBS_ORDER = "F"
 EVENTS = ()
 HAS_ACTION_MASK = False
 PARALLEL_MIN_ENVS = 1024  # measured crossover of the serial and parallel kernels on 2 cores
+STEP_USES_RNG = False  # step_env draws nothing and touches only env i
 RENDER_FPS = 30
 
 

@@ -451,3 +451,14 @@ def test_registry_table_matches_game_modules(game_id):
     assert threshold == game.module.REWARD_THRESHOLD
     spec = gymnasium.spec(f"vecsim/{game.env_id}")
     assert spec.max_episode_steps == game.module.MAX_EPISODE_STEPS
+
+
+def test_kernels_never_take_exactly_the_leaky_argument_count():
+    """Numba leaks per call at 20 arguments; generated kernels are padded past it."""
+    from vecsim._codegen import LEAKY_ARG_COUNT, _pad_signatures
+
+    params = ", ".join(f"a{k}" for k in range(LEAKY_ARG_COUNT))
+    text = _pad_signatures(f"def step_serial({params}):\n    pass\ndef reset_serial(a, b):\n    pass\n")
+    assert f"def step_serial({params}, _pad):" in text
+    assert "def reset_serial(a, b):" in text
+    assert "PADDED = ['step_serial']" in text

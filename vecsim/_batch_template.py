@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit, prange
 
 from vecsim.jit import kernel_options
+from vecsim.contract import no_pre_step
 from vecsim.rng import seed_env
 
 import GAME_MODULE as _game
@@ -36,16 +37,30 @@ NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 OK, BAD_ACTION, FINISHED_ENV = 0, 1, 2
 _ONE = np.uint64(1)
 
+@njit(**OPTS_SERIAL)
+def _reset_outputs(i, events, rewards, elapsed, term, trunc, needs_reset, has_final):
+    """Outputs of env ``i`` right after a reset: no reward, no flags, no events, step 0."""
+    events[i, :] = 0
+    rewards[i] = 0.0
+    elapsed[i] = 0
+    term[i] = False
+    trunc[i] = False
+    needs_reset[i] = False
+    has_final[i] = False
+
+
 # KERNELS BEGIN
 
 
 @njit(**OPTS_MODE)
 def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, has_final, final_obs, elapsed, rng, P,
-              events, masks, STATE_ARGS):
+              events, masks, was_done, STATE_ARGS):
     """Step every env; returns (status, env index): status OK, BAD_ACTION or FINISHED_ENV.
 
     ``State`` and ``Params`` are built inside each loop body: only arrays that are direct
     arguments of a prange body are marked noalias, which is what lets the loop vectorise.
+    The step loop has no reset branch: envs are stepped in one branch-free pass and the few
+    that must reset are fixed up in a second pass (see ``_fix_up``), so it vectorises.
     """
     n = elapsed.shape[0]
     # Checks run serially: a parallel reduction would need NRT allocation (kernels have none),
@@ -67,31 +82,25 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
             for i in range(n):
                 if needs_reset[i]:
                     return FINISHED_ENV, i
+    if mode == NEXT_STEP and STEP_USES_RNG:
+        # An env due for reset must not be stepped first: the step's draws would shift its
+        # stream. Reset those envs before the step pass, which then skips them.
         for i in prange(n):
             s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-            reward, terminated = _game.STEP_ENV(s, p, i, actions, events, rng)
-            t = elapsed[i] + 1
-            elapsed[i] = t
-            truncated = max_steps > 0 and t >= max_steps
-            rewards[i] = reward
-            term[i] = terminated
-            trunc[i] = truncated
-            needs_reset[i] = terminated or truncated
-            _game.write_obs(s, p, i, obs)
-            _game.write_mask(s, p, i, masks)
-        return OK, -1
+            was = needs_reset[i]
+            was_done[i] = was
+            if was:
+                _game.reset_env(s, p, i, rng)
+                _reset_outputs(i, events, rewards, elapsed, term, trunc, needs_reset, has_final)
+                _game.write_obs(s, p, i, obs)
+                _game.write_mask(s, p, i, masks)
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        if mode == NEXT_STEP and needs_reset[i]:
-            _game.reset_env(s, p, i, rng)
-            events[i, :] = 0
-            rewards[i] = 0.0
-            elapsed[i] = 0
-            term[i] = False
-            trunc[i] = False
-            needs_reset[i] = False
-            has_final[i] = False
-        else:
+        PRE_STEP(s, p, i, actions)
+    for i in prange(n):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        if not (mode == NEXT_STEP and STEP_USES_RNG and was_done[i]):
+            was_done[i] = needs_reset[i]
             reward, terminated = _game.STEP_ENV(s, p, i, actions, events, rng)
             t = elapsed[i] + 1
             elapsed[i] = t
@@ -99,18 +108,32 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
             rewards[i] = reward
             term[i] = terminated
             trunc[i] = truncated
-            done = terminated or truncated
-            if mode == SAME_STEP and done:
+            needs_reset[i] = terminated | truncated
+            _game.write_obs(s, p, i, obs)
+            _game.write_mask(s, p, i, masks)
+    if mode == NEXT_STEP and not STEP_USES_RNG:
+        # Envs that were due for reset were stepped from their final state above (a step
+        # that draws nothing and touches only its own env); resetting them now leaves
+        # exactly what resetting instead of stepping would have.
+        for i in prange(n):
+            if was_done[i]:
+                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+                _game.reset_env(s, p, i, rng)
+                _reset_outputs(i, events, rewards, elapsed, term, trunc, needs_reset, has_final)
+                _game.write_obs(s, p, i, obs)
+                _game.write_mask(s, p, i, masks)
+    elif mode == SAME_STEP:
+        for i in prange(n):
+            done = needs_reset[i]
+            has_final[i] = done
+            if done:
+                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 _game.write_obs(s, p, i, final_obs)
                 _game.reset_env(s, p, i, rng)
                 elapsed[i] = 0
                 needs_reset[i] = False
-                has_final[i] = True
-            else:
-                needs_reset[i] = done
-                has_final[i] = False
-        _game.write_obs(s, p, i, obs)
-        _game.write_mask(s, p, i, masks)
+                _game.write_obs(s, p, i, obs)
+                _game.write_mask(s, p, i, masks)
     return OK, -1
 
 
@@ -131,13 +154,7 @@ def reset_MODE(words, seed_mode, seed, seeds, obs, rewards, term, trunc, needs_r
             elif seed_mode == 2 and seeds[i] >= 0:
                 seed_env(rng, i, seeds[i])
             _game.reset_env(s, p, i, rng)
-            events[i, :] = 0
-            rewards[i] = 0.0
-            elapsed[i] = 0
-            term[i] = False
-            trunc[i] = False
-            needs_reset[i] = False
-            has_final[i] = False
+            _reset_outputs(i, events, rewards, elapsed, term, trunc, needs_reset, has_final)
             _game.write_obs(s, p, i, obs)
             _game.write_mask(s, p, i, masks)
 

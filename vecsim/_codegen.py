@@ -62,7 +62,10 @@ def render_source(game: GameSpec, precision: str) -> str:
     mod = game.module
     fields = list(game.state_cls._fields)
     n_params = len(game.params_cls._fields)
-    step_fn = "step_env_fast" if precision == "float32" and hasattr(mod, "step_env_fast") else "step_env"
+    fast = precision == "float32" and hasattr(mod, "step_env_fast")
+    step_fn = "step_env_fast" if fast else "step_env"
+    pre_step = "_game.pre_step_env" if hasattr(mod, "pre_step_env") and not fast else "no_pre_step"
+    uses_rng = bool(getattr(mod, "STEP_USES_RNG", True))
     head, body, tail = _split_template(_TEMPLATE.read_text())
     variants = []
     for mode in ("serial", "parallel"):
@@ -75,9 +78,31 @@ def render_source(game: GameSpec, precision: str) -> str:
     text = re.sub(r"\bSTATE_ARGS\b", state_args, text)
     text = re.sub(r"\bPARAM_ROWS\b", param_rows, text)
     text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
+    text = re.sub(r"\bPRE_STEP\b", pre_step, text)
+    text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
     text = text.replace('"PRECISION"', repr(precision))
-    return text
+    return _pad_signatures(text)
+
+
+#: Numba 0.68's dispatcher leaks about 200 bytes per call of a function called with exactly
+#: this many arguments (found by tests/test_no_alloc.py; a plain 20-argument function shows
+#: it too). A kernel whose signature would have this many parameters gets one more.
+LEAKY_ARG_COUNT = 20
+
+
+def _pad_signatures(text: str) -> str:
+    padded = []
+
+    def pad(match):
+        params = [p for p in match.group(2).replace("\n", " ").split(",") if p.strip()]
+        if len(params) != LEAKY_ARG_COUNT:
+            return match.group(0)
+        padded.append(match.group(1))
+        return f"def {match.group(1)}({match.group(2)}, _pad):"
+
+    text = re.sub(r"def ((?:step|reset|observe)_(?:serial|parallel))\((.*?)\):", pad, text, flags=re.S)
+    return text + f"\n#: Kernels given an extra ``_pad`` argument (see vecsim._codegen.LEAKY_ARG_COUNT).\nPADDED = {sorted(set(padded))!r}\n"
 
 
 def _fingerprint(game: GameSpec, source: str) -> str:

@@ -51,8 +51,21 @@ reference counting, so they never allocate (scratch space belongs in ``State``):
 ``write_mask(s, p, i, masks)``
     Write env ``i``'s legal-action mask (``no_mask`` for games without one).
 
-Optionally ``step_env_fast`` with the same signature, compiled with ``vecsim.jit.fast``, used
-in ``precision="float32"``.
+Optionally:
+
+``step_env_fast``
+    Same signature as ``step_env``, compiled with ``vecsim.jit.fast``, used in
+    ``precision="float32"``.
+``pre_step_env(s, p, i, actions)``
+    Run for every env in a pass of its own before ``step_env`` (not in float32 with
+    ``step_env_fast``). Put the library calls of a step here (``math.sin``...) and store their
+    results in scratch ``State`` fields: a loop that calls libm never vectorises, and with the
+    calls moved out the step loop does, bit for bit the same results.
+``STEP_USES_RNG``
+    ``False`` when ``step_env`` draws no random numbers and writes only env ``i``'s own state
+    (default ``True``). Then, in NEXT_STEP autoreset, envs due for reset are stepped with the
+    others in one branch-free pass and reset afterwards, which is what lets the step loop
+    vectorise; a step that draws must not run before the reset it would shift.
 """
 
 from __future__ import annotations
@@ -91,6 +104,12 @@ def _param_overload(value, i):
 @exact
 def no_mask(s, p, i, masks):
     """``write_mask`` of a game whose actions are always legal."""
+    return
+
+
+@exact
+def no_pre_step(s, p, i, actions):
+    """``pre_step_env`` of a game that needs no separate pass."""
     return
 
 

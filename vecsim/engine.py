@@ -139,6 +139,7 @@ class Engine:
         self.events = np.zeros((n, len(self.event_names)), dtype=np.int64)
         self.masks = np.ones((n, self.n_mask), dtype=np.bool_)
         self._P = P
+        self._was_done = np.zeros(n, dtype=np.bool_)  # kernel scratch: envs due for reset
         self._seeds = np.full(n, -1, dtype=np.int64)
         self._all_words = ResetMask.all(n).words
         self._bool_words = np.zeros_like(self._all_words)
@@ -160,10 +161,17 @@ class Engine:
         # Everything after ``actions`` in the step kernel's signature, packed once.
         self._step_tail = (self.obs, self.rewards, self.terminals, self.truncations, self.needs_reset,
                            self.has_final, self.final_obs, self.elapsed, self.rng, P, self.events,
-                           self.masks) + state
+                           self.masks, self._was_done) + state
         self._reset_tail = (self.obs, self.rewards, self.terminals, self.truncations, self.needs_reset,
                             self.has_final, self.elapsed, self.rng, P, self.events, self.masks) + state
         self._observe_args = (self.obs, self.masks, P) + state
+        pad = (np.zeros(1),)  # see vecsim._codegen.LEAKY_ARG_COUNT
+        if f"step_{suffix}" in kernels.PADDED:
+            self._step_tail += pad
+        if f"reset_{suffix}" in kernels.PADDED:
+            self._reset_tail += pad
+        if f"observe_{suffix}" in kernels.PADDED:
+            self._observe_args += pad
         self._max_steps = 0 if self.max_episode_steps is None else self.max_episode_steps
         self.result = StepResult(self.obs, self.rewards, self.terminals, self.truncations, self.masks,
                                  self.events, self.event_names)
