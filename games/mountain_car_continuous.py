@@ -57,7 +57,7 @@ from gymnasium import spaces
 
 from games import mountain_car as _mountain_car
 from games.mountain_car import check_mountain_params
-from vecsim.contract import allocate_float_fields, box_finite, no_mask, param
+from vecsim.contract import box_finite, no_mask, param
 from vecsim.jit import exact
 from vecsim.rng import uniform
 
@@ -90,16 +90,9 @@ class Params(NamedTuple):
     reset_high: float = -0.4
 
 
-class State(NamedTuple):
-    position: np.ndarray  # (N,) float64 car position along the x-axis [m]
-    velocity: np.ndarray  # (N,) float64 car velocity [m/step]
-
-
+State = _mountain_car.State  # the same car: position and velocity
 PHYSICAL_STATE = State._fields
-
-
-def allocate_state(num_envs: int, float_dtype) -> State:
-    return allocate_float_fields(State, num_envs, float_dtype)
+allocate_state = _mountain_car.allocate_state
 
 
 def check_params(values: dict) -> None:
