@@ -145,10 +145,17 @@ def reset_MODE(words, seed_mode, seed, seeds, obs, rewards, term, trunc, needs_r
     seed_mode 0: continue each env's stream; 1: env i gets seed ``seed + i``;
     2: env i gets ``seeds[i]`` where that is >= 0 and continues its stream otherwise.
     """
+    # Over words, not envs: a sparse mask (a few finished envs) costs one test per 64 envs.
     n = elapsed.shape[0]
-    for i in prange(n):
-        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        if (words[i >> 6] >> np.uint64(i & 63)) & _ONE:
+    for w in prange(words.shape[0]):
+        word = words[w]
+        if word == 0:
+            continue
+        for b in range(64):
+            i = w * 64 + b
+            if i >= n or not (word >> np.uint64(b)) & _ONE:
+                continue
+            s, p = State(STATE_ARGS), Params(PARAM_ROWS)
             if seed_mode == 1:
                 seed_env(rng, i, seed + i)
             elif seed_mode == 2 and seeds[i] >= 0:

@@ -156,6 +156,9 @@ class Engine:
         suffix = "parallel" if self.parallel else "serial"
         self._step_kernel = getattr(kernels, f"step_{suffix}")
         self._reset_kernel = getattr(kernels, f"reset_{suffix}")
+        # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
+        # kernel skips empty words without the cost of starting threads.
+        self._reset_sparse_kernel = kernels.reset_serial
         self._observe_kernel = getattr(kernels, f"observe_{suffix}")
         state = tuple(self.state)
         # Everything after ``actions`` in the step kernel's signature, packed once.
@@ -168,6 +171,7 @@ class Engine:
         pad = (np.zeros(1),)  # see vecsim._codegen.LEAKY_ARG_COUNT
         if f"step_{suffix}" in kernels.PADDED:
             self._step_tail += pad
+        self._reset_sparse_tail = self._reset_tail + (pad if "reset_serial" in kernels.PADDED else ())
         if f"reset_{suffix}" in kernels.PADDED:
             self._reset_tail += pad
         if f"observe_{suffix}" in kernels.PADDED:
@@ -406,7 +410,7 @@ class Engine:
         self._check_open()
         words = self._words_of(mask)
         mode, base = self._seed_args(seed)
-        self._reset_kernel(words, mode, base, self._seeds, *self._reset_tail)
+        self._reset_sparse_kernel(words, mode, base, self._seeds, *self._reset_sparse_tail)
         if not self._has_reset:
             self._has_reset = bool(np.array_equal(words, self._all_words))
         return self.obs
