@@ -401,3 +401,12 @@ def test_single_env_bad_calls(game_id):
     env.close()
     with pytest.raises(RuntimeError, match="closed"):
         env.step(env.action_space.sample())
+
+
+def test_warmup_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="parallel="):
+        vecsim.warmup("CartPole-v1", parallel="yes")
+    with pytest.raises(ValueError, match="precision="):
+        vecsim.warmup("CartPole-v1", precision="float16")
+    with pytest.raises(ValueError, match="unknown game id"):
+        vecsim.warmup("NoSuchGame-v0")

@@ -37,18 +37,31 @@ def make(game_id: str, num_envs: int = 1, **kwargs) -> Engine:
     return Engine(game, num_envs, **kwargs)
 
 
-def warmup(game_id: str | None = None, precision: str = "float64") -> None:
-    """Compile (or load from cache) the kernels of one game, or of every game."""
+def warmup(game_id: str | None = None, precision: str = "float64", parallel: bool | None = None) -> None:
+    """Compile (or load from the cache) the kernels of one game, or of every game.
+
+    Parameters
+    ----------
+    game_id : str or None
+        A game id, or ``None`` for every registered game.
+    precision : {"float64", "float32"}
+    parallel : bool or None
+        Warm only the parallel (``True``) or serial (``False``) kernels; ``None``: both.
+    """
+    if parallel not in (None, True, False):
+        raise ValueError(f"parallel must be None, True or False, but got parallel={parallel!r}")
     ids = game_ids() if game_id is None else [game_id]
+    variants = (False, True) if parallel is None else (parallel,)
     for gid in ids:
-        for parallel in (False, True):
-            eng = make(gid, 2, precision=precision, parallel=parallel)
+        for par in variants:
+            eng = make(gid, 2, precision=precision, parallel=par)
             eng.reset(seed=0)
             eng.step(eng.zero_actions())
-            eng.reset()
+            eng.reset_envs(ResetMask.all(2))
             eng.step_no_reset(eng.zero_actions())
             eng.refresh()
             eng.close()
+
 
 register_all()
 
