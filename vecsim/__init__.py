@@ -11,6 +11,7 @@ and ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``.
 
 from __future__ import annotations
 
+from vecsim.collector import EpisodeBatch, EpisodeCollector
 from vecsim.engine import Engine
 from vecsim.registry import game_ids, register_all, resolve
 from vecsim.reset_mask import ResetMask
@@ -65,4 +66,4 @@ def warmup(game_id: str | None = None, precision: str = "float64", parallel: boo
 
 register_all()
 
-__all__ = ["Engine", "ResetMask", "StepResult", "make", "warmup", "game_ids", "resolve", "__version__"]
+__all__ = ["Engine", "EpisodeCollector", "EpisodeBatch", "ResetMask", "StepResult", "make", "warmup", "game_ids", "resolve", "__version__"]

@@ -1,0 +1,398 @@
+"""``EpisodeCollector``: job-ordered, seed-determined episodes from a pool of engine slots."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import vecsim
+from vecsim.collector import EpisodeBatch, EpisodeCollector, PolicyError
+
+CARTPOLE = "CartPole-v1"
+PENDULUM = "Pendulum-v1"
+ARRAYS = ("observations", "actions", "rewards", "dones", "terminated", "lengths", "job_ids", "seeds",
+          "action_masks", "log_probs", "values")
+
+
+def cartpole_policy(obs, masks):
+    """Deterministic, state-dependent: push toward the pole's lean."""
+    assert masks is None
+    return (obs[:, 2] + 0.3 * obs[:, 3] > 0).astype(np.int64)
+
+
+def pendulum_policy(obs, masks):
+    """Actions with log-probs and values, all functions of the observation."""
+    actions = (-2.0 * obs[:, 2:3]).astype(np.float32)
+    return actions, obs[:, 0].astype(np.float64), obs[:, 1] * 3.0
+
+
+def assert_same_batch(a: EpisodeBatch, b: EpisodeBatch) -> None:
+    for name in ARRAYS:
+        x, y = getattr(a, name), getattr(b, name)
+        if x is None or y is None:
+            assert x is None and y is None, name
+        else:
+            assert x.dtype == y.dtype and np.array_equal(x, y), name
+
+
+def collect(env_id, num_workers, max_steps, policy, seed, n, **kwargs) -> EpisodeBatch:
+    with EpisodeCollector(env_id, num_workers, max_steps, policy, seed, **kwargs) as collector:
+        return collector.request_episodes(n)
+
+
+def run_with_timeout(fn, timeout=30.0):
+    """Run ``fn`` in a thread; return (exception or None, result); fail if it hangs."""
+    box = {}
+
+    def target():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), "call hung"
+    return box.get("error"), box.get("result")
+
+
+def raises_within(errors, fn, match=None):
+    error, _ = run_with_timeout(fn)
+    assert isinstance(error, errors), f"expected {errors}, got {error!r}"
+    if match is not None:
+        assert match in str(error), str(error)
+    return error
+
+
+# -- determinism -------------------------------------------------------------------------
+@pytest.mark.parametrize("policy", ["random", cartpole_policy], ids=["random", "callable"])
+def test_batch_does_not_depend_on_num_workers(policy):
+    batches = [collect(CARTPOLE, w, 40, policy, 11, 24) for w in (1, 2, 8)]
+    for other in batches[1:]:
+        assert_same_batch(batches[0], other)
+
+
+def test_box_batch_does_not_depend_on_num_workers():
+    batches = [collect(PENDULUM, w, 25, pendulum_policy, 5, 7) for w in (1, 2, 8)]
+    for other in batches[1:]:
+        assert_same_batch(batches[0], other)
+
+
+@pytest.mark.parametrize("env_id,policy", [(CARTPOLE, cartpole_policy), (PENDULUM, pendulum_policy)])
+def test_job_equals_a_single_engine_seeded_seed_plus_j(env_id, policy):
+    seed, k = 40, 60
+    batch = collect(env_id, 3, k, policy, seed, 5)
+    for j in range(5):
+        eng = vecsim.make(env_id, 1, max_episode_steps=None)
+        obs = eng.reset(seed=seed + j).copy()
+        for t in range(k):
+            out = policy(obs, None)
+            action = out[0] if isinstance(out, tuple) else out
+            np.testing.assert_array_equal(batch.observations[j, t], obs[0])
+            np.testing.assert_array_equal(batch.actions[j, t], action[0])
+            res = eng.step_no_reset(action)
+            assert batch.rewards[j, t] == res.rewards[0]
+            obs = res.observations.copy()
+            if res.terminals[0] or t == k - 1:
+                assert batch.lengths[j] == t + 1
+                assert batch.terminated[j] == res.terminals[0]
+                break
+        eng.close()
+
+
+def test_results_come_in_job_order():
+    batch = collect(CARTPOLE, 4, 30, "random", 100, 10)
+    np.testing.assert_array_equal(batch.job_ids, np.arange(10))
+    np.testing.assert_array_equal(batch.seeds, 100 + np.arange(10))
+    with EpisodeCollector(CARTPOLE, 4, 30, "random", 100) as collector:
+        first, second = collector.request_episodes(4), collector.request_episodes(6)
+    np.testing.assert_array_equal(second.job_ids, np.arange(4, 10))
+    assert np.array_equal(second.observations, batch.observations[4:])
+    assert np.array_equal(first.rewards, batch.rewards[:4])
+
+
+# -- layout ------------------------------------------------------------------------------
+def test_shapes_and_dtypes():
+    batch = collect(CARTPOLE, 4, 50, "random", 0, 6)
+    assert batch.observations.shape == (6, 50, 4) and batch.observations.dtype == np.float32
+    assert batch.actions.shape == (6, 50) and batch.actions.dtype == np.int64
+    assert batch.rewards.shape == (6, 50) and batch.rewards.dtype == np.float64
+    assert batch.dones.shape == (6, 50) and batch.dones.dtype == np.bool_
+    assert batch.lengths.dtype == np.int64 and len(batch) == 6
+    box = collect(PENDULUM, 2, 10, "random", 0, 3)
+    assert box.actions.shape == (3, 10, 1) and box.actions.dtype == np.float32
+
+
+def test_padding_is_zeros_and_done():
+    batch = collect(CARTPOLE, 4, 200, "random", 0, 12)
+    for b, length in enumerate(batch.lengths):
+        assert 1 <= length <= 200
+        assert not batch.dones[b, : length - 1].any()
+        assert batch.dones[b, length - 1:].all()
+        for name in ("observations", "actions", "rewards"):
+            assert not getattr(batch, name)[b, length:].any(), name
+        assert batch.observations[b, :length].any(axis=-1).all()
+
+
+def test_episodes_cut_at_max_steps_are_done_and_not_terminated():
+    batch = collect(PENDULUM, 3, 17, "random", 0, 4)  # Pendulum never terminates
+    np.testing.assert_array_equal(batch.lengths, 17)
+    assert batch.dones[:, 16].all() and not batch.dones[:, :16].any()
+    assert not batch.terminated.any()
+    short = collect(CARTPOLE, 3, 8, "random", 0, 20)
+    assert (short.lengths <= 8).all() and (short.lengths == 8).any()
+    assert short.dones[np.arange(20), short.lengths - 1].all()
+
+
+def test_log_probs_and_values_are_recorded():
+    batch = collect(PENDULUM, 2, 12, pendulum_policy, 1, 3)
+    np.testing.assert_array_equal(batch.log_probs, batch.observations[..., 0].astype(np.float64))
+    np.testing.assert_array_equal(batch.values, batch.observations[..., 1] * 3.0)
+
+
+def test_without_masks_or_extras_those_fields_are_none():
+    batch = collect(CARTPOLE, 2, 12, cartpole_policy, 1, 3)
+    assert batch.action_masks is None and batch.log_probs is None and batch.values is None
+
+
+def test_policy_is_called_once_per_step_with_all_running_slots():
+    sizes = []
+
+    def policy(obs, masks):
+        sizes.append(obs.shape[0])
+        return np.zeros(obs.shape[0], dtype=np.int64)
+
+    batch = collect(CARTPOLE, 8, 30, policy, 0, 20)
+    assert sizes[0] == 8 and max(sizes) == 8
+    assert len(sizes) < batch.lengths.sum()  # batched, not once per env
+
+
+# -- policies ----------------------------------------------------------------------------
+def test_actions_given_up_front():
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, 2, size=(9, 40))
+    batch = collect(CARTPOLE, 3, 40, actions, 7, 9)
+    for b, length in enumerate(batch.lengths):
+        np.testing.assert_array_equal(batch.actions[b, :length], actions[b, :length])
+    box = rng.uniform(-2, 2, size=(4, 10, 1)).astype(np.float32)
+    assert np.array_equal(collect(PENDULUM, 2, 10, box, 0, 4).actions, box)
+
+
+def test_random_policy_is_deterministic_and_uniform():
+    a = collect(CARTPOLE, 2, 100, "random", 9, 30)
+    b = collect(CARTPOLE, 5, 100, "random", 9, 30)
+    assert_same_batch(a, b)
+    played = np.concatenate([a.actions[i, :n] for i, n in enumerate(a.lengths)])
+    assert 0.4 < played.mean() < 0.6
+    box = collect(PENDULUM, 3, 50, "random", 9, 4).actions
+    assert box.min() >= -2 and box.max() <= 2 and box.std() > 0.5
+
+
+# -- stream and prefetch -----------------------------------------------------------------
+def test_stream_yields_the_episodes_of_request_episodes():
+    batch = collect(CARTPOLE, 4, 60, "random", 3, 11)
+    with EpisodeCollector(CARTPOLE, 4, 60, "random", 3) as collector:
+        streamed = list(collector.stream(11))
+        after = collector.request_episodes(2)
+    assert len(streamed) == 11
+    for b, episode in enumerate(streamed):
+        assert len(episode) == 1 and episode.job_ids[0] == b
+        for name in ("observations", "actions", "rewards", "dones", "lengths"):
+            assert np.array_equal(getattr(episode, name)[0], getattr(batch, name)[b]), name
+    np.testing.assert_array_equal(after.job_ids, [11, 12])
+
+
+def test_stream_blocks_other_calls_while_open():
+    with EpisodeCollector(CARTPOLE, 2, 20, "random", 0) as collector:
+        stream = collector.stream(5)
+        next(stream)
+        with pytest.raises(RuntimeError, match="stream"):
+            collector.request_episodes(1)
+        stream.close()
+        assert collector.request_episodes(1).job_ids[0] == 5
+
+
+def test_prefetch_returns_the_same_batches():
+    with EpisodeCollector(CARTPOLE, 8, 50, cartpole_policy, 2) as plain:
+        expected = [plain.request_episodes(16) for _ in range(3)]
+    with EpisodeCollector(CARTPOLE, 8, 50, cartpole_policy, 2, prefetch=True) as pre:
+        got = [pre.request_episodes(16) for _ in range(3)]
+        assert_same_batch(got[2], expected[2])  # valid until the next request
+        other = pre.request_episodes(5)  # a different size discards the prefetched batch
+    np.testing.assert_array_equal(other.job_ids, np.arange(48, 53))
+    assert got[0].observations is got[2].observations  # two sets alternate
+
+
+def test_prefetch_thread_ends_with_close():
+    before = threading.active_count()
+    collector = EpisodeCollector(CARTPOLE, 4, 100, "random", 0, prefetch=True)
+    collector.request_episodes(8)
+    collector.close()
+    collector.close()  # idempotent
+    assert threading.active_count() == before
+
+
+# -- faults ------------------------------------------------------------------------------
+def test_policy_exception_propagates_chained_and_collector_stays_usable():
+    calls = {"n": 0}
+
+    def flaky(obs, masks):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyError("boom")
+        return cartpole_policy(obs, masks)
+
+    with EpisodeCollector(CARTPOLE, 4, 30, flaky, 0) as collector:
+        error = raises_within(PolicyError, lambda: collector.request_episodes(6))
+        assert isinstance(error.__cause__, KeyError)
+        assert_same_batch(collector.request_episodes(6), collect(CARTPOLE, 4, 30, cartpole_policy, 0, 6))
+
+
+def test_policy_exception_in_prefetch_surfaces_on_next_request():
+    calls = {"n": 0}
+
+    def flaky(obs, masks):
+        calls["n"] += 1
+        if calls["n"] == 1000:
+            raise ZeroDivisionError("late")
+        return cartpole_policy(obs, masks)
+
+    with EpisodeCollector(CARTPOLE, 2, 200, flaky, 0, prefetch=True) as collector:
+        errors = 0
+        for _ in range(20):
+            error, _ = run_with_timeout(lambda: collector.request_episodes(20))
+            if error is not None:
+                assert isinstance(error, PolicyError) and isinstance(error.__cause__, ZeroDivisionError)
+                errors += 1
+        assert errors == 1
+
+
+@pytest.mark.parametrize("bad,error,fragment", [
+    (lambda obs: np.zeros(obs.shape[0] + 1, dtype=np.int64), ValueError, "shape"),
+    (lambda obs: np.zeros(obs.shape[0], dtype=np.float64), TypeError, "dtype"),
+    (lambda obs: np.full(obs.shape[0], 7), ValueError, "job"),
+    (lambda obs: np.full(obs.shape[0], -1), ValueError, "slot"),
+    (lambda obs: np.array(["a"] * obs.shape[0]), TypeError, "dtype"),
+    (lambda obs: (np.zeros(obs.shape[0], dtype=np.int64), np.zeros(3), np.zeros(obs.shape[0])), ValueError,
+     "log_probs"),
+    (lambda obs: (np.zeros(obs.shape[0], dtype=np.int64), 1), ValueError, "tuple"),
+])
+def test_bad_policy_output_is_named(bad, error, fragment):
+    with EpisodeCollector(CARTPOLE, 3, 10, lambda obs, masks: bad(obs), 0) as collector:
+        raises_within(error, lambda: collector.request_episodes(4), fragment)
+
+
+def test_bad_box_action_is_named():
+    def policy(obs, masks):
+        actions = np.zeros((obs.shape[0], 1))
+        actions[-1] = np.nan
+        return actions
+
+    with EpisodeCollector(PENDULUM, 3, 10, policy, 0) as collector:
+        raises_within(ValueError, lambda: collector.request_episodes(4), "job 2")
+
+
+@pytest.mark.parametrize("n,error", [(0, ValueError), (-3, ValueError), (2.0, TypeError), (True, TypeError),
+                                     ("4", TypeError)])
+def test_bad_num_episodes(n, error):
+    with EpisodeCollector(CARTPOLE, 2, 10, "random", 0) as collector:
+        with pytest.raises(error, match="num_episodes"):
+            collector.request_episodes(n)
+        with pytest.raises(error, match="num_episodes"):
+            collector.stream(n)
+
+
+@pytest.mark.parametrize("kwargs,error,fragment", [
+    (dict(max_steps=0), ValueError, "max_steps"),
+    (dict(num_workers=0), ValueError, "num_workers"),
+    (dict(num_workers=-2), ValueError, "num_workers"),
+    (dict(num_workers=1.5), TypeError, "num_workers"),
+    (dict(seed=-1), ValueError, "seed"),
+    (dict(policy="greedy"), ValueError, "policy"),
+    (dict(policy=42), TypeError, "policy"),
+    (dict(policy=np.zeros((4, 9), dtype=np.int64)), ValueError, "shape"),
+    (dict(policy=np.zeros((4, 10))), TypeError, "dtype"),
+])
+def test_bad_construction(kwargs, error, fragment):
+    args = dict(env_id=CARTPOLE, num_workers=2, max_steps=10, policy="random", seed=0)
+    args.update(kwargs)
+    with pytest.raises(error, match=fragment):
+        EpisodeCollector(**args)
+
+
+def test_action_array_too_short_for_the_request():
+    with EpisodeCollector(CARTPOLE, 2, 10, np.zeros((3, 10), dtype=np.int64), 0) as collector:
+        with pytest.raises(ValueError, match="holds 3 jobs"):
+            collector.request_episodes(4)
+
+
+def test_use_after_close():
+    collector = EpisodeCollector(CARTPOLE, 2, 10, "random", 0)
+    collector.close()
+    assert collector.closed
+    with pytest.raises(RuntimeError, match="closed"):
+        collector.request_episodes(1)
+    with pytest.raises(RuntimeError, match="closed"):
+        collector.stream(1)
+
+
+def test_close_during_a_prefetch_collection_stops_the_thread():
+    started, release = threading.Event(), threading.Event()
+    calls = {"n": 0}
+
+    def slow(obs, masks):
+        calls["n"] += 1
+        if threading.current_thread().name == "vecsim-collector-prefetch":
+            started.set()
+            release.wait(0.01)
+        return cartpole_policy(obs, masks)
+
+    before = threading.active_count()
+    collector = EpisodeCollector(CARTPOLE, 2, 500, slow, 0, prefetch=True)
+    collector.request_episodes(1)
+    assert started.wait(30)
+    error, _ = run_with_timeout(collector.close)
+    assert error is None
+    assert threading.active_count() == before
+    with pytest.raises(RuntimeError, match="closed"):
+        collector.request_episodes(1)
+
+
+# -- games with action masks -------------------------------------------------------------
+@pytest.fixture
+def masked_game(monkeypatch):
+    """``tests/masked_walk_game.py`` registered as ``MaskedWalk-v0`` for one test."""
+    from vecsim import registry
+
+    monkeypatch.setitem(registry.GAME_MODULES, "MaskedWalk-v0", "masked_walk_game")
+    yield "MaskedWalk-v0"
+    registry._GAMES.pop("MaskedWalk-v0", None)
+
+
+def test_masks_are_recorded_and_random_actions_are_legal(masked_game):
+    batches = [collect(masked_game, w, 30, "random", 4, 12) for w in (1, 5)]
+    assert_same_batch(*batches)
+    batch = batches[0]
+    assert batch.action_masks.shape == (12, 30, 3) and batch.action_masks.dtype == np.bool_
+    for b, length in enumerate(batch.lengths):
+        played = batch.action_masks[b, np.arange(length), batch.actions[b, :length]]
+        assert played.all()
+        assert not batch.action_masks[b, length:].any()
+    x = batch.observations[..., 0]
+    live = ~batch.dones | (np.arange(30) == batch.lengths[:, None] - 1)
+    np.testing.assert_array_equal(batch.action_masks[..., 0][live], (x > -1.0)[live])
+
+
+def test_policy_gets_masks_and_masked_actions_are_rejected(masked_game):
+    seen = []
+
+    def always_right(obs, masks):
+        seen.append(masks.shape)
+        return np.full(obs.shape[0], 2)
+
+    with EpisodeCollector(masked_game, 3, 30, always_right, 0) as collector:
+        raises_within(ValueError, lambda: collector.request_episodes(6), "action mask")
+    assert seen[0] == (3, 3)
