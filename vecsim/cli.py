@@ -122,7 +122,10 @@ def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):
 
 
 def _save_frames(path: str, frames_by_game: dict) -> None:
-    from matplotlib.figure import Figure  # no pyplot: the Agg canvas, no display needed
+    try:
+        from matplotlib.figure import Figure  # no pyplot: the Agg canvas, no display needed
+    except ImportError:
+        raise SystemExit('vecsim demo writes its PNG with matplotlib: pip install "vecsim[demo]"') from None
 
     rows = len(frames_by_game)
     cols = max(len(f) for f in frames_by_game.values())
