@@ -11,7 +11,8 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from vecsim.contract import allocate_float_fields, discrete_ok, param
+from rng_walk_game import State, allocate_state, observation_space, render_text, write_obs  # noqa: F401
+from vecsim.contract import discrete_ok, param
 from vecsim.jit import exact
 from vecsim.rng import uniform
 
@@ -30,18 +31,6 @@ class Params(NamedTuple):
     stride: float = 0.4
     noise: float = 0.5
     bound: float = 1.6
-
-
-class State(NamedTuple):
-    x: np.ndarray  # (N,) float64 position
-
-
-def allocate_state(num_envs, float_dtype):
-    return allocate_float_fields(State, num_envs, float_dtype)
-
-
-def observation_space(p):
-    return spaces.Box(-np.inf, np.inf, shape=(1,), dtype=np.float64)
 
 
 def action_space(p):
@@ -73,14 +62,6 @@ def step_env(s, p, i, actions, events, rng):
     return -abs(s.x[i]), s.x[i] > bound or s.x[i] < -bound
 
 
-@exact
-def write_obs(s, p, i, obs):
-    obs[i, 0] = s.x[i]
-
-
 def render_rgb(values, p):
     return np.zeros((4, 4, 3), dtype=np.uint8)
 
-
-def render_text(values, p):
-    return f"x={values['x']:+.3f}"

@@ -462,3 +462,21 @@ def test_kernels_never_take_exactly_the_leaky_argument_count():
     assert f"def step_serial({params}, _pad):" in text
     assert "def reset_serial(a, b):" in text
     assert "PADDED = ['step_serial']" in text
+
+
+def test_per_env_helpers_reject_bad_indices(engine):
+    for bad in (-1, engine.num_envs):
+        with pytest.raises(IndexError, match=f"env index {bad} is out of range"):
+            engine.render_rgb(bad)
+        with pytest.raises(IndexError, match="out of range"):
+            engine.render_text(bad)
+    with pytest.raises(TypeError, match="env index must be an int"):
+        engine.env_values(1.5)
+
+
+def test_game_sources_include_a_top_level_modules_siblings():
+    """A change to a module a test game imports must change the kernel fingerprint."""
+    from vecsim.contract import load_game
+
+    files = load_game("masked_walk_game").source_files()
+    assert any(f.endswith("rng_walk_game.py") for f in files)

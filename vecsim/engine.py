@@ -465,12 +465,21 @@ class Engine:
             return np.ones((self.num_envs, getattr(self.single_action_space, "n", 0)), dtype=bool)
         return self.masks
 
+    def _env_index(self, i) -> int:
+        if not _is_int(i):
+            raise TypeError(f"env index must be an int, but got {i!r}")
+        if not 0 <= i < self.num_envs:
+            raise IndexError(f"env index {i} is out of range for num_envs={self.num_envs}")
+        return int(i)
+
     def env_values(self, i: int) -> dict:
         """Env ``i``'s state fields as a dict of Python scalars / small arrays (for rendering)."""
+        i = self._env_index(i)
         return {name: (arr[i].item() if arr.ndim == 1 else arr[i].copy()) for name, arr in zip(self.state._fields, self.state)}
 
     def params_of(self, i: int):
         """The game's ``Params`` with env ``i``'s constants as scalars."""
+        i = self._env_index(i)
         cls = self.game.params_cls
         return cls(*(float(v) if np.ndim(v) == 0 else float(v[i]) for v in self.params))
 
