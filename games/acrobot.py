@@ -88,7 +88,7 @@ class State(NamedTuple):
 PHYSICAL_STATE = State._fields
 
 
-def allocate_state(num_envs: int, float_dtype) -> State:
+def allocate_state(num_envs: int, float_dtype, params=None) -> State:
     return allocate_float_fields(State, num_envs, float_dtype)
 
 

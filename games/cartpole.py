@@ -78,7 +78,7 @@ PHYSICAL_STATE = ("x", "x_dot", "theta", "theta_dot")
 STEP_USES_RNG = False  # step_env draws nothing and touches only env i
 
 
-def allocate_state(num_envs: int, float_dtype) -> State:
+def allocate_state(num_envs: int, float_dtype, params=None) -> State:
     return allocate_float_fields(State, num_envs, float_dtype)
 
 

@@ -82,7 +82,7 @@ class State(NamedTuple):
 PHYSICAL_STATE = ("theta", "theta_dot")
 
 
-def allocate_state(num_envs: int, float_dtype) -> State:
+def allocate_state(num_envs: int, float_dtype, params=None) -> State:
     return allocate_float_fields(State, num_envs, float_dtype)
 
 

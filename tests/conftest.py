@@ -10,12 +10,20 @@ import numpy as np
 import pytest
 
 import vecsim
-from vecsim.testing import sample_actions
+from vecsim.testing import legal_actions, sample_actions
 
 
 def pytest_generate_tests(metafunc):
     if "game_id" in metafunc.fixturenames:
         metafunc.parametrize("game_id", vecsim.game_ids(), scope="module")
+
+
+def lenient(game_id) -> dict:
+    """Constructor arguments under which any well-formed action may be stepped: games with
+    masks are told to flag illegal actions instead of rejecting them (for tests that replay
+    precomputed random actions)."""
+    fields = vecsim.resolve(game_id).params_cls._fields
+    return {"invalid_action": "flag"} if "invalid_action" in fields else {}
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +42,11 @@ def rng():
 
 @pytest.fixture(scope="session")
 def actions_for():
-    """``actions_for(engine_or_env, rng)``: a batch of random valid actions."""
+    """``actions_for(engine_or_env, rng)``: a batch of random valid actions (legal ones for
+    games with action masks)."""
 
     def make(target, rng, overshoot=0.0):
-        return sample_actions(target.single_action_space, target.num_envs, rng, overshoot)
+        return sample_actions(target.single_action_space, target.num_envs, rng, overshoot, mask=legal_actions(target))
 
     return make
 

@@ -36,7 +36,7 @@ class State(NamedTuple):
     x: np.ndarray  # (N,) float64 position
 
 
-def allocate_state(num_envs, float_dtype):
+def allocate_state(num_envs, float_dtype, params=None):
     return allocate_float_fields(State, num_envs, float_dtype)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 import pytest
+from gymnasium import spaces
 
 import vecsim
 from vecsim import Engine, ResetMask, StepResult
@@ -13,6 +14,12 @@ from vecsim.engine import parallel_min_envs
 #: A constant per game that changes the dynamics, for the per-env parameter test.
 DYNAMIC_PARAM = {"CartPole": "force_mag", "MountainCar": "force", "MountainCarContinuous": "power",
                  "Pendulum": "g", "Acrobot": "g"}
+#: Games whose constants are choices, not magnitudes: (parameter, the other value to try).
+CHOICE_PARAM = {"Tetris": ("scoring", 0.0)}
+
+
+def _flat_dtype(space):
+    return space.dtype if isinstance(space, spaces.Box) else spaces.flatten_space(space).dtype
 
 
 def _done(eng):
@@ -38,7 +45,7 @@ def test_make_uses_the_registered_episode_limit(game_id):
 def test_buffers_have_documented_shapes_and_dtypes(engine):
     n = engine.num_envs
     assert engine.obs.shape == (n, engine.obs_dim)
-    assert engine.obs.dtype == engine.single_observation_space.dtype
+    assert engine.obs.dtype == _flat_dtype(engine.single_observation_space)
     assert engine.rewards.shape == (n,) and engine.rewards.dtype == np.float64
     assert engine.terminals.dtype == np.bool_ and engine.truncations.dtype == np.bool_
     assert engine.events.shape == (n, len(engine.event_names)) and engine.events.dtype == np.int64
@@ -325,10 +332,14 @@ def test_caller_buffers_only_partially_given(game_id):
 # -- per-env constants -------------------------------------------------------------------
 def test_per_env_params_equal_scalar_engines_env_by_env(game_id, actions_for, rng):
     game = vecsim.resolve(game_id)
-    name = DYNAMIC_PARAM.get(game.name) or next(
-        f for f in game.params_cls._fields if game.params_cls._field_defaults[f] != 0)
-    base = game.params_cls._field_defaults[name]
-    other = base * 1.25
+    if game.name in CHOICE_PARAM:
+        name, other = CHOICE_PARAM[game.name]
+        base = game.params_cls._field_defaults[name]
+    else:
+        name = DYNAMIC_PARAM.get(game.name) or next(
+            f for f in game.params_cls._fields if game.params_cls._field_defaults[f] != 0)
+        base = game.params_cls._field_defaults[name]
+        other = base * 1.25
     n = 6
     values = np.where(np.arange(n) % 2 == 0, base, other)
     mixed = vecsim.make(game_id, n, **{name: values})
@@ -367,7 +378,7 @@ def test_precision_sets_state_and_reward_dtypes(game_id, precision):
     eng.step(eng.zero_actions())
     assert eng.rewards.dtype == np.dtype(precision)
     assert all(f.dtype == np.dtype(precision) for f in eng.state if f.dtype.kind == "f")
-    assert eng.obs.dtype == eng.single_observation_space.dtype
+    assert eng.obs.dtype == _flat_dtype(eng.single_observation_space)
 
 
 def test_float32_cartpole_stays_close_to_float64_for_50_steps():

@@ -15,6 +15,8 @@ import pytest
 import vecsim
 from vecsim.testing import sample_actions
 
+from conftest import lenient
+
 N = 1024
 STEPS = 1000
 #: Half of one (N,) float32 array: room for interpreter bookkeeping only.
@@ -45,7 +47,7 @@ def action_batches(game_id):
 
 
 def test_step_no_reset_does_not_allocate(game_id, action_batches):
-    eng = vecsim.make(game_id, N, parallel=False)
+    eng = vecsim.make(game_id, N, parallel=False, **lenient(game_id))
     eng.reset(seed=0)
     buffers = [eng.obs.ctypes.data, eng.rewards.ctypes.data, eng.terminals.ctypes.data]
     done = np.zeros(N, dtype=bool)
@@ -78,14 +80,15 @@ def test_step_no_reset_does_not_allocate(game_id, action_batches):
 
 
 def test_step_with_autoreset_does_not_allocate(game_id, action_batches):
-    eng = vecsim.make(game_id, N, parallel=False)
+    eng = vecsim.make(game_id, N, parallel=False, **lenient(game_id))
     eng.reset(seed=0)
     growth, peak = _measure(eng.step, action_batches)
     assert growth <= SLACK and peak <= SLACK, (growth, peak)
 
 
 def test_vector_env_with_copy_false_does_not_allocate(game_id, action_batches):
-    env = gymnasium.make_vec(game_id, N, vectorization_mode="vector_entry_point", copy=False, parallel=False)
+    env = gymnasium.make_vec(game_id, N, vectorization_mode="vector_entry_point", copy=False, parallel=False,
+                               **lenient(game_id))
     env.reset(seed=0)
     growth, peak = _measure(env.step, action_batches)
     assert growth <= SLACK, f"traced memory grew by {growth} bytes over {STEPS} steps"
@@ -95,7 +98,8 @@ def test_vector_env_with_copy_false_does_not_allocate(game_id, action_batches):
 
 def test_vector_env_with_copy_true_allocates_new_results_each_step(game_id, action_batches):
     """The counter-check: copying results is visible to the measurement above."""
-    env = gymnasium.make_vec(game_id, N, vectorization_mode="vector_entry_point", copy=True, parallel=False)
+    env = gymnasium.make_vec(game_id, N, vectorization_mode="vector_entry_point", copy=True, parallel=False,
+                               **lenient(game_id))
     env.reset(seed=0)
     _, peak = _measure(env.step, action_batches)
     assert peak > SLACK

@@ -34,7 +34,7 @@ OPTS_SERIAL = kernel_options("PRECISION", False)
 OPTS_PARALLEL = kernel_options("PRECISION", True)
 
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
-OK, BAD_ACTION, FINISHED_ENV = 0, 1, 2
+OK, BAD_ACTION, FINISHED_ENV, ILLEGAL_ACTION = 0, 1, 2, 3
 _ONE = np.uint64(1)
 
 @njit(**OPTS_SERIAL)
@@ -55,7 +55,7 @@ def _reset_outputs(i, events, rewards, elapsed, term, trunc, needs_reset, has_fi
 @njit(**OPTS_MODE)
 def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, has_final, final_obs, elapsed, rng, P,
               events, masks, was_done, STATE_ARGS):
-    """Step every env; returns (status, env index): status OK, BAD_ACTION or FINISHED_ENV.
+    """Step every env; returns (status, env index): OK, BAD_ACTION, FINISHED_ENV or ILLEGAL_ACTION.
 
     ``State`` and ``Params`` are built inside each loop body: only arrays that are direct
     arguments of a prange body are marked noalias, which is what lets the loop vectorise.
@@ -82,6 +82,17 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
             for i in range(n):
                 if needs_reset[i]:
                     return FINISHED_ENV, i
+    # MASK CHECK BEGIN (kept only for games that declare enforce_mask)
+    nillegal = 0
+    for i in range(n):
+        p = Params(PARAM_ROWS)
+        nillegal += (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]
+    if nillegal > 0:
+        for i in range(n):
+            p = Params(PARAM_ROWS)
+            if (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]:
+                return ILLEGAL_ACTION, i
+    # MASK CHECK END
     if mode == NEXT_STEP and STEP_USES_RNG:
         # An env due for reset must not be stepped first: the step's draws would shift its
         # stream. Reset those envs before the step pass, which then skips them.

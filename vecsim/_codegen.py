@@ -80,6 +80,8 @@ def render_source(game: GameSpec, precision: str) -> str:
     text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
     text = re.sub(r"\bPRE_STEP\b", pre_step, text)
     text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
+    if not hasattr(mod, "enforce_mask"):
+        text = re.sub(r"    # MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
     text = text.replace('"PRECISION"', repr(precision))
     return _pad_signatures(text)

@@ -21,7 +21,7 @@ from vecsim.rng import MAX_SEED
 from vecsim.step_result import StepResult
 
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
-_OK, _BAD_ACTION, _FINISHED_ENV = 0, 1, 2
+_OK, _BAD_ACTION, _FINISHED_ENV, _ILLEGAL_ACTION = 0, 1, 2, 3
 PRECISIONS = ("float64", "float32")
 
 #: Default batch size from which ``parallel="auto"`` uses the parallel kernel, for games that
@@ -117,7 +117,7 @@ class Engine:
             obs_space = spaces.flatten_space(obs_space)
         self.obs_dim = int(np.prod(obs_space.shape))
         self.obs_dtype = obs_space.dtype
-        self.state = mod.allocate_state(n, self._float)
+        self.state = mod.allocate_state(n, self._float, self.params_scalar)
         self.event_names = tuple(mod.EVENTS)
         self.n_mask = int(self.single_action_space.n) if mod.HAS_ACTION_MASK else 0
 
@@ -177,12 +177,19 @@ class Engine:
         if f"observe_{suffix}" in kernels.PADDED:
             self._observe_args += pad
         self._max_steps = 0 if self.max_episode_steps is None else self.max_episode_steps
+        info_fields = getattr(mod, "info_fields", None)
+        #: Extra per-step arrays of the game (info key -> (num_envs, ...) view of its state).
+        self.info_arrays = {key: getattr(self.state, field)
+                            for key, field in (info_fields(self.params_scalar) if info_fields else {}).items()}
         self.result = StepResult(self.obs, self.rewards, self.terminals, self.truncations, self.masks,
-                                 self.events, self.event_names)
+                                 self.events, self.event_names, self.info_arrays)
 
     # -- construction helpers ------------------------------------------------------------
     def _build_params(self, given: dict):
         cls = self.game.params_cls
+        prepare = getattr(self.game.module, "prepare_params", None)
+        if prepare is not None:
+            given = prepare(given)
         unknown = sorted(set(given) - set(cls._fields))
         if unknown:
             raise TypeError(
@@ -326,6 +333,9 @@ class Engine:
         if status == _BAD_ACTION:
             raise ValueError(f"actions[{index}] = {actions[index].tolist()!r} is out of range for "
                              f"{self.single_action_space} (env {index})")
+        if status == _ILLEGAL_ACTION:
+            raise ValueError(f"actions[{index}] = {actions[index].tolist()!r} is not a legal action for env {index} "
+                             f"(its action mask is False there; see action_masks()); nothing was stepped")
         if status == _FINISHED_ENV:
             raise ValueError(f"env {index} finished its episode (terminated={bool(self.terminals[index])}, "
                              f"truncated={bool(self.truncations[index])}); reset it with reset_envs before stepping it")

@@ -17,6 +17,7 @@ GAMES = {
     "MountainCarContinuous-v0": ("games.mountain_car_continuous", 999, 90.0),
     "Pendulum-v1": ("games.pendulum", 200, None),
     "Acrobot-v1": ("games.acrobot", 500, -100.0),
+    "Tetris-v0": ("games.tetris", None, None),
 }
 GAME_MODULES = {env_id: entry[0] for env_id, entry in GAMES.items()}
 

@@ -57,12 +57,18 @@ class VecsimEnv(gymnasium.Env):
         row = self.engine.obs[0]
         if self._flat_obs:
             return row.copy()
-        return spaces.unflatten(self.observation_space, row)
+        return spaces.unflatten(self.observation_space, row.copy())  # unflatten gives views
 
     def _info(self) -> dict:
-        if not self.engine.game.module.HAS_ACTION_MASK:
-            return {}
-        return {"action_mask": self.engine.masks[0].copy()}
+        eng = self.engine
+        info = {}
+        if eng.game.module.HAS_ACTION_MASK:
+            info["action_mask"] = eng.masks[0].copy()
+        for k, name in enumerate(eng.event_names):
+            info[name] = int(eng.events[0, k])
+        for name, arr in eng.info_arrays.items():
+            info[name] = arr[0].copy()
+        return info
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Reset; with ``seed`` the episode is the one env ``i`` of a batch reset with ``seed - i`` gets."""

@@ -25,11 +25,14 @@ class StepResult:
         Legal-action masks; shape (num_envs, 0) for games whose actions are always legal.
     events : ndarray of int64, shape (num_envs, n_events)
         Per-step event counters named by ``event_names``.
+    extras : dict of str to ndarray
+        The game's extra per-env outputs (e.g. Tetris's ``placement_cost``, (num_envs, n_actions)
+        int16), as views.
     """
 
-    __slots__ = ("observations", "rewards", "terminals", "truncations", "masks", "events", "event_names")
+    __slots__ = ("observations", "rewards", "terminals", "truncations", "masks", "events", "event_names", "extras")
 
-    def __init__(self, observations, rewards, terminals, truncations, masks, events, event_names=()):
+    def __init__(self, observations, rewards, terminals, truncations, masks, events, event_names=(), extras=None):
         self.observations = observations
         self.rewards = rewards
         self.terminals = terminals
@@ -37,6 +40,7 @@ class StepResult:
         self.masks = masks
         self.events = events
         self.event_names = tuple(event_names)
+        self.extras = dict(extras or {})
 
     @property
     def num_envs(self) -> int:

@@ -35,7 +35,7 @@ import vecsim
 from vecsim.reset_mask import ResetMask
 from vecsim.rng import MAX_SEED
 
-__all__ = ["check_vector_env", "check_engine", "check_all_games", "sample_actions"]
+__all__ = ["check_vector_env", "check_engine", "check_all_games", "sample_actions", "legal_actions"]
 
 #: Episode limit used in a second pass so that every game truncates within a short check.
 SHORT_LIMIT = 25
@@ -128,7 +128,8 @@ def _word(value) -> re.Pattern:
     return re.compile(rf"(?<![\w.]){re.escape(str(value))}(?![\w])")
 
 
-def sample_actions(space: spaces.Space, n: int, rng: np.random.Generator, overshoot: float = 0.0) -> np.ndarray:
+def sample_actions(space: spaces.Space, n: int, rng: np.random.Generator, overshoot: float = 0.0,
+                   mask: np.ndarray | None = None) -> np.ndarray:
     """A batch of ``n`` random actions of a single-env action space.
 
     Parameters
@@ -142,12 +143,23 @@ def sample_actions(space: spaces.Space, n: int, rng: np.random.Generator, oversh
         Box actions are drawn from bounds widened by this fraction of their span on each
         side (games clip, so out-of-bounds actions are legal); infinite bounds count as +-1.
 
+    mask : ndarray of bool, shape (n, space.n), optional
+        Legal actions of each env (``Discrete`` only): each env's action is drawn uniformly
+        from its legal ones (action 0 where none is legal).
+
     Returns
     -------
     ndarray
         ``(n,)`` int64 for ``Discrete``; ``(n, *space.shape)`` of ``space.dtype`` for ``Box``.
     """
     if isinstance(space, spaces.Discrete):
+        if mask is not None:
+            mask = np.asarray(mask, dtype=bool)
+            if mask.shape != (n, int(space.n)):
+                raise ValueError(f"mask must have shape ({n}, {int(space.n)}), but got {mask.shape}")
+            keys = rng.random(mask.shape)
+            keys[~mask] = -1.0
+            return (int(space.start) + keys.argmax(axis=1)).astype(np.int64)
         return (int(space.start) + rng.integers(0, int(space.n), size=n)).astype(np.int64)
     if isinstance(space, spaces.Box):
         low = np.where(np.isfinite(space.low), space.low, -1.0).astype(np.float64)
@@ -156,6 +168,15 @@ def sample_actions(space: spaces.Space, n: int, rng: np.random.Generator, oversh
         values = rng.uniform(low - overshoot * span, high + overshoot * span, size=(n, *space.shape))
         return values.astype(space.dtype)
     raise TypeError(f"vecsim.testing samples Discrete and Box actions only, not {space}")
+
+
+def legal_actions(target) -> np.ndarray | None:
+    """The current legal-action masks of an engine or vecsim VectorEnv, or ``None`` for a game
+    whose actions are always legal (or a closed target)."""
+    eng = getattr(target, "engine", target)
+    if not getattr(eng, "n_mask", 0) or eng.closed:
+        return None
+    return eng.masks.copy()
 
 
 def _bad_action_cases(space: spaces.Space, good: np.ndarray):
@@ -369,7 +390,8 @@ def _compare_with_sync(env_id: str, make_env: Callable, n: int, seed: int, steps
                 listed = [seed + 1000 + 7 * i for i in range(n)]
                 listed[0] = None  # None: that env continues its stream
                 reset_all(listed, f"step {t}")
-            actions = sample_actions(env.single_action_space, n, rng, overshoot=0.25 if t % 5 == 0 else 0.0)
+            actions = sample_actions(env.single_action_space, n, rng, overshoot=0.25 if t % 5 == 0 else 0.0,
+                                     mask=legal_actions(env))
             if t in bad_steps:
                 _check_rejected_actions(env, actions, where)
             out = env.step(actions.copy())
@@ -500,12 +522,12 @@ def _check_vector_errors(env_id: str, make_env: Callable, n: int, seed: int, pre
         for desc, bad_seed, errors, fragments in _bad_seed_cases(n):
             _expect_error(lambda: env.reset(seed=bad_seed), errors, fragments, f"{where}: reset with {desc}")
         for t in range(20):
-            actions = sample_actions(env.single_action_space, n, rng)
+            actions = sample_actions(env.single_action_space, n, rng, mask=legal_actions(env))
             _assert_same(env.step(actions), twin.step(actions),
                          f"{where}: step {t} after rejected resets vs an env that saw none")
         env.close()
         env.close()  # idempotent
-        actions = sample_actions(env.single_action_space, n, rng)
+        actions = sample_actions(env.single_action_space, n, rng, mask=legal_actions(env))
         _expect_error(lambda: env.step(actions), (RuntimeError,), ["close"], f"{where}: step after close()")
         _expect_error(lambda: env.reset(seed=seed), (RuntimeError,), ["close"], f"{where}: reset after close()")
     finally:
@@ -604,7 +626,8 @@ def _engine_vs_sync(env_id: str, make_engine: Callable, n: int, seed: int, steps
                 listed[-1] = None
                 _assert_same(eng.reset(seed=listed), _flat_obs(single, batched, ref.reset(seed=listed)[0]),
                              f"{where}: reset(seed={listed})")
-            actions = sample_actions(eng.single_action_space, n, rng, overshoot=0.25 if t % 5 == 0 else 0.0)
+            actions = sample_actions(eng.single_action_space, n, rng, overshoot=0.25 if t % 5 == 0 else 0.0,
+                                     mask=legal_actions(eng))
             result = eng.step_no_reset(actions.copy())
             r_obs, r_rew, r_term, r_trunc, _ = ref.step(actions.copy())
             _check_result(eng, result, pointers, where)
@@ -698,7 +721,7 @@ def _engine_consistency(env_id: str, make_engine: Callable, n: int, seed: int, s
         compare(f"{tag}: reset")
         for t in range(steps):
             where = f"{tag}, step {t}"
-            actions = sample_actions(serial.single_action_space, n, rng)
+            actions = sample_actions(serial.single_action_space, n, rng, mask=legal_actions(serial))
             if t < steps // 2:  # Gymnasium's NEXT_STEP autoreset inside the kernel
                 for e in engines:
                     e.step(actions[n - e.num_envs:])
@@ -733,7 +756,7 @@ def _check_engine_errors(env_id: str, make_engine: Callable, n: int, seed: int, 
     rng = np.random.default_rng([seed, 5])
     try:
         eng.reset(seed=seed)
-        good = sample_actions(eng.single_action_space, n, rng)
+        good = sample_actions(eng.single_action_space, n, rng, mask=legal_actions(eng))
         before = _engine_snapshot(eng)
         for desc, actions, errors, fragments in _bad_action_cases(eng.single_action_space, good):
             for method in ("step_no_reset", "step"):

@@ -33,6 +33,30 @@ def _autoreset_mode(value) -> AutoresetMode:
     raise ValueError(f"autoreset_mode must be a gymnasium.vector.AutoresetMode, but got autoreset_mode={value!r}")
 
 
+def obs_parts(space: spaces.Dict) -> list[tuple[str, int, int, tuple]]:
+    """(key, start, stop, shape) of each part of a flat ``Dict`` observation, in
+    ``gymnasium.spaces.flatten`` order (every part a ``Box``)."""
+    parts, start = [], 0
+    for key, sub in space.spaces.items():
+        if not isinstance(sub, spaces.Box):
+            raise TypeError(f"vecsim Dict observations hold Box parts only, but {key!r} is {sub}")
+        size = int(np.prod(sub.shape))
+        parts.append((key, start, start + size, tuple(sub.shape)))
+        start += size
+    return parts
+
+
+def split_obs(flat: np.ndarray, parts, copy: bool = True) -> dict[str, np.ndarray]:
+    """A batch of flat observations ``(N, obs_dim)`` as a dict of ``(N, *shape)`` arrays
+    (views when ``copy`` is False)."""
+    n = flat.shape[0]
+    out = {}
+    for key, start, stop, shape in parts:
+        part = flat[:, start:stop].reshape((n,) + shape)
+        out[key] = part.copy() if copy else part
+    return out
+
+
 class VecsimVectorEnv(VectorEnv):
     """``num_envs`` copies of a vecsim game as a Gymnasium ``VectorEnv``.
 
@@ -53,6 +77,12 @@ class VecsimVectorEnv(VectorEnv):
         overwritten later. ``False``: they are views into buffers the next call overwrites
         (no allocation per step).
     render_mode : {None, "rgb_array", "ansi"}
+    flatten_obs : bool
+        For games with a ``Dict`` observation: ``False`` (default) returns a dict of batched
+        arrays; ``True`` makes the observation space Gymnasium's ``flatten_space`` of it and
+        returns the flat ``(num_envs, obs_dim)`` array (no per-key copies; row ``i`` equals
+        ``gymnasium.spaces.flatten`` of env ``i``'s observation, so it matches
+        ``FlattenObservation`` on the single env).
     precision, parallel, buffers, **params
         As for ``vecsim.Engine``.
     """
@@ -61,13 +91,16 @@ class VecsimVectorEnv(VectorEnv):
 
     def __init__(self, game_id: str, num_envs: int = 1, *, autoreset_mode=AutoresetMode.NEXT_STEP,
                  max_episode_steps: int | None = None, copy: bool = True, render_mode: str | None = None,
-                 precision: str = "float64", parallel="auto", buffers: dict | None = None, **params):
+                 flatten_obs: bool = False, precision: str = "float64", parallel="auto",
+                 buffers: dict | None = None, **params):
         game = resolve(game_id)
         mode = _autoreset_mode(autoreset_mode)
         if render_mode not in (None, "rgb_array", "ansi"):
             raise ValueError(f"render_mode must be None, 'rgb_array' or 'ansi', but got render_mode={render_mode!r}")
         if not isinstance(copy, (bool, np.bool_)):
             raise TypeError(f"copy must be a bool, but got copy={copy!r}")
+        if not isinstance(flatten_obs, (bool, np.bool_)):
+            raise TypeError(f"flatten_obs must be a bool, but got flatten_obs={flatten_obs!r}")
         self.engine = Engine(game, num_envs, precision=precision, max_episode_steps=max_episode_steps,
                              parallel=parallel, buffers=buffers, **params)
         self.num_envs = self.engine.num_envs
@@ -80,12 +113,19 @@ class VecsimVectorEnv(VectorEnv):
             "render_fps": getattr(game.module, "RENDER_FPS", 30),
         }
         self.single_observation_space = self.engine.single_observation_space
+        if flatten_obs and not isinstance(self.single_observation_space, spaces.Box):
+            self.single_observation_space = spaces.flatten_space(self.single_observation_space)
         self.single_action_space = self.engine.single_action_space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._flat_obs = isinstance(self.single_observation_space, spaces.Box)
+        self._obs_parts = [] if self._flat_obs else obs_parts(self.single_observation_space)
         self._kernel_mode = _KERNEL_MODE[mode]
         self._has_mask = bool(game.module.HAS_ACTION_MASK)
+        self._events = list(enumerate(self.engine.event_names))
+        self._event_views = [self.engine.events[:, k] for k in range(len(self._events))]
+        # SAME_STEP must report the terminal step's info as final_info: see _same_step_with_info.
+        self._rich_info = self._has_mask or bool(self._events) or bool(self.engine.info_arrays)
         self._all_true = np.ones(self.num_envs, dtype=np.bool_)
 
     # -- helpers -------------------------------------------------------------------------
@@ -96,15 +136,25 @@ class VecsimVectorEnv(VectorEnv):
     def _obs_out(self):
         obs = self.engine.obs
         if not self._flat_obs:
-            obs = spaces.unflatten(self.observation_space, obs)
-            return obs  # unflatten already builds new arrays
+            return split_obs(obs, self._obs_parts, self.copy)
         return obs.copy(order="K") if self.copy else obs  # "K": a plain memcpy of either layout
 
     def _base_info(self) -> dict[str, Any]:
-        if not self._has_mask:
-            return {}
-        masks = self.engine.masks
-        return {"action_mask": masks.copy() if self.copy else masks, "_action_mask": self._all_true.copy()}
+        """Masks, events and the game's extra outputs; with ``copy=False`` views (and one shared
+        all-True ``_key`` array) that the next call overwrites."""
+        info: dict[str, Any] = {}
+        eng = self.engine
+        copy = self.copy
+        if self._has_mask:
+            info["action_mask"] = eng.masks.copy() if copy else eng.masks
+            info["_action_mask"] = self._all_true.copy() if copy else self._all_true
+        for k, name in self._events:
+            info[name] = eng.events[:, k].copy() if copy else self._event_views[k]
+            info[f"_{name}"] = self._all_true.copy() if copy else self._all_true
+        for name, arr in eng.info_arrays.items():
+            info[name] = arr.copy() if copy else arr
+            info[f"_{name}"] = self._all_true.copy() if copy else self._all_true
+        return info
 
     # -- Gymnasium API -------------------------------------------------------------------
     def reset(self, *, seed=None, options: dict | None = None):
@@ -132,9 +182,22 @@ class VecsimVectorEnv(VectorEnv):
             if not eng._has_reset and not mask.all():
                 raise RuntimeError("call reset() without a reset_mask before resetting some envs")
             eng.reset_envs(mask, seed)
-        else:
-            eng.reset(seed)
+            return self._obs_out(), self._masked_info(mask)
+        eng.reset(seed)
         return self._obs_out(), self._base_info()
+
+    def _masked_info(self, mask: np.ndarray) -> dict:
+        """Info of a masked reset: as Gymnasium's, only the reset envs' entries (zeros
+        elsewhere, ``_key`` = the mask)."""
+        copy, self.copy = self.copy, True
+        try:
+            info = self._base_info()
+        finally:
+            self.copy = copy
+        for key in [k for k in info if not k.startswith("_")]:
+            info[key][~mask] = 0
+            info[f"_{key}"] = mask.copy()
+        return info
 
     def step(self, actions):
         """Step every sub-environment; returns ``(obs, rewards, terminations, truncations, info)``."""
@@ -142,23 +205,61 @@ class VecsimVectorEnv(VectorEnv):
         eng = self.engine
         eng._check_started()
         acts = eng.coerce_actions(actions)
-        eng.step_mode(self._kernel_mode, acts)
-        info = self._base_info()
-        if self._kernel_mode == SAME_STEP and eng.has_final.any():
-            done = np.flatnonzero(eng.has_final)
-            final_obs = np.full(self.num_envs, None, dtype=object)
-            for i in done:
-                final_obs[i] = eng.final_obs[i].copy()
-            if not self._flat_obs:
-                for i in done:
-                    final_obs[i] = spaces.unflatten(self.single_observation_space, final_obs[i])
-            info["final_obs"] = final_obs
-            info["_final_obs"] = eng.has_final.copy()
-            info["final_info"] = {}
-            info["_final_info"] = eng.has_final.copy()
+        if self._kernel_mode == SAME_STEP and self._rich_info:
+            info = self._same_step_with_info(acts)
+        else:
+            eng.step_mode(self._kernel_mode, acts)
+            info = self._base_info()
+            if self._kernel_mode == SAME_STEP and eng.has_final.any():
+                done = eng.has_final
+                info["final_obs"] = self._final_obs(eng.final_obs, done)
+                info["_final_obs"] = done.copy()
+                info["final_info"] = {}
+                info["_final_info"] = done.copy()
         if self.copy:
             return self._obs_out(), eng.rewards.copy(), eng.terminals.copy(), eng.truncations.copy(), info
         return self._obs_out(), eng.rewards, eng.terminals, eng.truncations, info
+
+    def _final_obs(self, rows: np.ndarray, done: np.ndarray) -> np.ndarray:
+        final_obs = np.full(self.num_envs, None, dtype=object)
+        for i in np.flatnonzero(done):
+            final_obs[i] = rows[i].copy()
+            if not self._flat_obs:
+                final_obs[i] = spaces.unflatten(self.single_observation_space, final_obs[i])
+        return final_obs
+
+    def _same_step_with_info(self, acts: np.ndarray) -> dict:
+        """SAME_STEP for games whose info has content (masks, events, extra outputs): step
+        without reset, keep the finished envs' terminal observation and info, then reset them
+        (continuing their streams, as the kernel's SAME_STEP reset does)."""
+        eng = self.engine
+        eng.step_mode(NO_RESET, acts)
+        done = eng.terminals | eng.truncations
+        if not done.any():
+            return self._base_info()
+        final_obs = self._final_obs(eng.obs, done)
+        copy, self.copy = self.copy, True
+        try:
+            terminal = self._base_info()
+        finally:
+            self.copy = copy
+        final_info = {}
+        for key, value in terminal.items():
+            if key.startswith("_"):
+                continue
+            value[~done] = 0  # Gymnasium's final_info holds zeros for envs that did not finish
+            final_info[key] = value
+            final_info[f"_{key}"] = done.copy()
+        flags = (eng.rewards.copy(), eng.terminals.copy(), eng.truncations.copy())
+        eng.reset_envs(done)
+        # The step's own reward and flags stay in the returned arrays (reset cleared them).
+        eng.rewards[:], eng.terminals[:], eng.truncations[:] = flags
+        info = self._base_info()
+        info["final_obs"] = final_obs
+        info["_final_obs"] = done.copy()
+        info["final_info"] = final_info
+        info["_final_info"] = done.copy()
+        return info
 
     def action_masks(self) -> np.ndarray:
         """Legal actions, ``(num_envs, n_actions)`` bool (all True for games without illegal actions)."""

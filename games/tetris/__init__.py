@@ -1,0 +1,379 @@
+"""Tetris-v0: the Tetris Guideline rules (or the classic setting of the literature) as
+batched Numba kernels, with three action modes, legal-placement masks, a placement planner
+and Dellacherie/BCTS board features computed in the kernel.
+
+The exact rules are in ``games/tetris/SPEC.md``; this docstring summarises them.
+
+Board
+    10 columns x 24 rows: 4 hidden spawn rows on top of the 20 visible ones.
+Rule variants (keyword arguments; see ``SPEC.md`` for each reference)
+    ``rotation``: ``"srs"`` (Super Rotation System with its kick tables, default) or
+    ``"none"`` (a blocked rotation does nothing). ``randomizer``: ``"bag"`` (7-bag, default)
+    or ``"uniform"``. ``hold``: on (default) or off. ``queue``: visible next pieces, 0-6
+    (default 5). ``scoring``: ``"guideline"`` (100/300/500/800, default) or ``"lines"``.
+    ``gravity``: rows per primitive step (default 1). ``preset="classic"``: uniform pieces, no
+    hold, no queue, no kicks, lines as reward (Dellacherie, BCTS).
+Action Space
+    ``action_mode="primitive"``: ``Discrete(8)`` noop, left, right, soft drop, hard drop,
+    rotate cw, rotate ccw, hold; one input per step, then gravity.
+    ``action_mode="drop"`` (default): ``Discrete(40)`` (80 with hold), rotation x column,
+    hard dropped from the spawn rows.
+    ``action_mode="reach"``: ``Discrete(960)`` (1920 with hold), a final pose (rotation x row
+    x column of the piece's top-left cell) the piece can reach from spawn with primitive
+    inputs; ``info["placement_cost"]`` gives each pose's cost in steps.
+    In drop and reach mode ``info["action_mask"]``/``action_masks()`` give the legal actions;
+    an illegal action raises ``ValueError`` (``invalid_action="raise"``, default) or is
+    answered with no state change and the event ``invalid_action`` (``"flag"``).
+Observation Space
+    ``Dict`` of uint8 arrays: ``active`` (type, rotation, row, col), ``board`` (24, 10)
+    occupancy, ``features`` (17: ten column heights, holes, bumpiness, row and column
+    transitions, cumulative wells, landing height and eroded cells of the last lock),
+    ``hold`` (1,) with hold on, ``queue`` (q,) with q > 0. Pass ``flatten_obs=True`` to the
+    vector env for the flat (N, obs_dim) uint8 array (Gymnasium's ``flatten`` order).
+Rewards
+    Lines cleared by the step's lock, as guideline points or plain lines.
+Episode End
+    Terminated when a new piece cannot spawn. No step limit by default (pass
+    ``max_episode_steps``).
+Events
+    ``lines``, ``pieces``, ``holds``, ``invalid_action`` per step, in ``info``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from gymnasium import spaces
+
+from games.tetris.pieces import DROP_Y, H, N_POSES, NONE, W, pose_of  # noqa: F401 (pieces first)
+from games.tetris.rules import (
+    LINE_SCORES, N_FEATURES, QUEUE_SLOTS, advance, blocked, board_features, clear_board, do_hold, draw_piece,
+    drop_legal, drop_row, hold_target, lock, spawn,
+)
+from planners.tetris import HOLD, NOOP, apply_input, plan
+from vecsim.contract import discrete_ok, param
+from vecsim.jit import exact
+
+NAME = "Tetris"
+ENV_ID = "Tetris-v0"
+MAX_EPISODE_STEPS = None
+REWARD_THRESHOLD = None
+OBS_ORDER = "C"
+EVENTS = ("lines", "pieces", "holds", "invalid_action")
+EV_LINES, EV_PIECES, EV_HOLDS, EV_INVALID = range(4)
+HAS_ACTION_MASK = True
+STEP_USES_RNG = True
+PHYSICAL_STATE = ()
+PARALLEL_MIN_ENVS = 16
+RENDER_FPS = 30
+
+PRIMITIVE, DROP, REACH = 0, 1, 2
+ACTION_MODES = ("primitive", "drop", "reach")
+N_PRIMITIVE = 8
+N_DROP = 40
+CHOICES = {
+    "action_mode": ACTION_MODES,
+    "rotation": ("none", "srs"),
+    "randomizer": ("uniform", "bag"),
+    "scoring": ("lines", "guideline"),
+    "invalid_action": ("raise", "flag"),
+}
+PRESETS = {
+    "guideline": dict(rotation="srs", randomizer="bag", hold=True, queue=5, scoring="guideline"),
+    "classic": dict(rotation="none", randomizer="uniform", hold=False, queue=0, scoring="lines"),
+}
+#: Parameters that shape the spaces: one value for the whole batch.
+STRUCTURAL = ("action_mode", "hold", "queue")
+
+
+class Params(NamedTuple):
+    action_mode: float = 1.0  # 0 primitive, 1 drop, 2 reach
+    rotation: float = 1.0  # 0 none, 1 SRS
+    randomizer: float = 1.0  # 0 uniform, 1 7-bag
+    hold: float = 1.0  # 0 off, 1 on
+    queue: float = 5.0  # visible next pieces, 0-6
+    scoring: float = 1.0  # 0 lines, 1 guideline points
+    gravity: float = 1.0  # rows per primitive step
+    invalid_action: float = 0.0  # 0 raise, 1 flag
+
+
+class State(NamedTuple):
+    cells: np.ndarray  # (N, 24, 10) uint8 colour of each cell (0 empty, type + 1)
+    rows: np.ndarray  # (N, 24) uint16 bitmask of filled columns per row
+    piece: np.ndarray  # (N,) int8 current piece type
+    rot: np.ndarray  # (N,) int8 rotation state 0-3
+    y: np.ndarray  # (N,) int16 anchor row (top of the cells' bounding box)
+    x: np.ndarray  # (N,) int16 anchor column (left of the cells' bounding box)
+    queue: np.ndarray  # (N, 6) int8 upcoming types
+    hold: np.ndarray  # (N,) int8 held type, 7 if none
+    can_hold: np.ndarray  # (N,) bool
+    bag: np.ndarray  # (N, 7) int8 the current 7-bag
+    bag_pos: np.ndarray  # (N,) int8 pieces taken from the bag (7: empty)
+    feat: np.ndarray  # (N, 17) int16 board features (exact; the observation saturates at 255)
+    cost: np.ndarray  # (N, A) int16 reach mode: steps to lock at each pose, -1 if not (A = 0 otherwise)
+    plan_dist: np.ndarray  # (N, 960) int16 planner scratch (reach mode only)
+    plan_queue: np.ndarray  # (N, 960) int16 planner scratch
+    plan_live_parent: np.ndarray  # (N, A) int16 planner: parent of each live pose
+    plan_live_input: np.ndarray  # (N, A) int8 planner: input that reached each live pose
+    plan_lock_parent: np.ndarray  # (N, A) int16 planner: live pose each lock pose locks from
+    plan_lock_input: np.ndarray  # (N, A) int8 planner: input of that lock
+    scratch_rows: np.ndarray  # (N, 24) uint16 scratch board for policies evaluating afterstates
+    scratch_feat: np.ndarray  # (N, 17) int16 scratch features for policies
+
+
+def _choice(name: str, value):
+    names = CHOICES[name]
+    if isinstance(value, str):
+        if value not in names:
+            raise ValueError(f"Tetris {name} must be one of {names}, but got {name}={value!r}")
+        return float(names.index(value))
+    return value
+
+
+def prepare_params(given: dict) -> dict:
+    """Expand ``preset=`` and turn named choices (``action_mode="reach"``...) into numbers."""
+    given = dict(given)
+    preset = given.pop("preset", None)
+    out = {}
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ValueError(f"Tetris preset must be one of {sorted(PRESETS)}, but got preset={preset!r}")
+        out.update(PRESETS[preset])
+    out.update(given)
+    return {k: (_choice(k, v) if k in CHOICES else v) for k, v in out.items()}
+
+
+def check_params(values: dict) -> None:
+    limits = {"action_mode": (0, 2), "rotation": (0, 1), "randomizer": (0, 1), "hold": (0, 1), "queue": (0, 6),
+              "scoring": (0, 1), "gravity": (0, H), "invalid_action": (0, 1)}
+    for name, (lo, hi) in limits.items():
+        v = np.asarray(values[name])
+        if np.any(v != np.round(v)) or np.any(v < lo) or np.any(v > hi):
+            bad = v.flat[int(np.flatnonzero((v != np.round(v)) | (v < lo) | (v > hi))[0])]
+            raise ValueError(f"Tetris {name} must be an integer in [{lo}, {hi}], but got {name}={bad}")
+    for name in STRUCTURAL:
+        if np.ndim(values[name]) > 0 and np.unique(values[name]).size > 1:
+            raise ValueError(f"Tetris {name} shapes the spaces and must be the same for every env")
+
+
+def _mode(p) -> int:
+    return int(p.action_mode)
+
+
+def n_actions(p) -> int:
+    """Number of actions for scalar ``Params`` ``p``."""
+    halves = 2 if p.hold else 1
+    return (N_PRIMITIVE, N_DROP * halves, N_POSES * halves)[_mode(p)]
+
+
+def allocate_state(num_envs: int, float_dtype, params=None) -> State:
+    p = params if params is not None else Params()
+    n = num_envs
+    a = n_actions(p) if _mode(p) == REACH else 0
+    scratch = N_POSES if _mode(p) == REACH else 0
+    state = State(
+        cells=np.zeros((n, H, W), np.uint8), rows=np.zeros((n, H), np.uint16), piece=np.zeros(n, np.int8),
+        rot=np.zeros(n, np.int8), y=np.zeros(n, np.int16), x=np.zeros(n, np.int16),
+        queue=np.zeros((n, QUEUE_SLOTS), np.int8), hold=np.full(n, NONE, np.int8), can_hold=np.ones(n, np.bool_),
+        bag=np.zeros((n, 7), np.int8), bag_pos=np.full(n, 7, np.int8), feat=np.zeros((n, N_FEATURES), np.int16),
+        cost=np.full((n, a), -1, np.int16), plan_dist=np.zeros((n, scratch), np.int16),
+        plan_queue=np.zeros((n, scratch), np.int16), plan_live_parent=np.zeros((n, a), np.int16),
+        plan_live_input=np.zeros((n, a), np.int8), plan_lock_parent=np.zeros((n, a), np.int16),
+        plan_lock_input=np.zeros((n, a), np.int8),
+        scratch_rows=np.zeros((n, H), np.uint16), scratch_feat=np.zeros((n, N_FEATURES), np.int16),
+    )
+    return state
+
+
+def observation_space(p) -> spaces.Dict:
+    parts = {
+        "active": spaces.Box(0, 255, (4,), np.uint8),
+        "board": spaces.Box(0, 1, (H, W), np.uint8),
+        "features": spaces.Box(0, 255, (N_FEATURES,), np.uint8),
+    }
+    if p.hold:
+        parts["hold"] = spaces.Box(0, NONE, (1,), np.uint8)
+    if int(p.queue) > 0:
+        parts["queue"] = spaces.Box(0, 6, (int(p.queue),), np.uint8)
+    return spaces.Dict(parts)
+
+
+def action_space(p) -> spaces.Discrete:
+    return spaces.Discrete(n_actions(p))
+
+
+def info_fields(p) -> dict:
+    """Extra per-step info arrays: info key -> ``State`` field."""
+    return {"placement_cost": "cost"} if _mode(p) == REACH else {}
+
+
+@exact
+def _n_actions(p, i):
+    halves = 2 if param(p.hold, i) > 0 else 1
+    mode = np.int64(param(p.action_mode, i))
+    if mode == PRIMITIVE:
+        return N_PRIMITIVE
+    if mode == DROP:
+        return N_DROP * halves
+    return N_POSES * halves
+
+
+@exact
+def action_ok(p, actions, i):
+    return discrete_ok(actions, i, _n_actions(p, i))
+
+
+@exact
+def enforce_mask(p, i):
+    """Whether an action outside the mask must be rejected before the step (drop and reach
+    mode with ``invalid_action="raise"``)."""
+    return np.int64(param(p.action_mode, i)) != PRIMITIVE and param(p.invalid_action, i) == 0
+
+
+@exact
+def reset_env(s, p, i, rng):
+    use_bag = param(p.randomizer, i) > 0
+    clear_board(s, i)
+    s.bag_pos[i] = 7
+    s.piece[i] = draw_piece(s.bag, s.bag_pos, rng, i, use_bag)
+    for k in range(QUEUE_SLOTS):
+        s.queue[i, k] = draw_piece(s.bag, s.bag_pos, rng, i, use_bag)
+    s.hold[i] = NONE
+    s.can_hold[i] = True
+    spawn(s, i)
+    board_features(s.rows, i, s.feat)
+    s.feat[i, N_FEATURES - 2] = 0
+    s.feat[i, N_FEATURES - 1] = 0
+
+
+@exact
+def _lock_and_spawn(s, p, i, t, r, y, x, events, rng):
+    """Lock the piece, score it, bring the next piece; returns (reward, terminated)."""
+    lines = lock(s, i, t, r, y, x)
+    events[i, EV_LINES] = lines
+    events[i, EV_PIECES] = 1
+    s.can_hold[i] = True
+    advance(s, i, rng, param(p.randomizer, i) > 0)
+    ok = spawn(s, i)
+    reward = np.float64(LINE_SCORES[lines]) if param(p.scoring, i) > 0 else np.float64(lines)
+    return reward, not ok
+
+
+@exact
+def _can_hold(s, p, i):
+    return param(p.hold, i) > 0 and s.can_hold[i]
+
+
+@exact
+def step_env(s, p, i, actions, events, rng):
+    for k in range(len(EVENTS)):
+        events[i, k] = 0
+    a = np.int64(actions[i])
+    mode = np.int64(param(p.action_mode, i))
+    use_bag = param(p.randomizer, i) > 0
+    if mode == PRIMITIVE:
+        if a == HOLD:
+            if _can_hold(s, p, i):
+                events[i, EV_HOLDS] = 1
+                return 0.0, not do_hold(s, i, rng, use_bag)
+            a = NOOP
+        t = np.int64(s.piece[i])
+        kicks = 5 if param(p.rotation, i) > 0 else 1
+        gravity = np.int64(param(p.gravity, i))
+        r, y, x, locked = apply_input(s.rows, i, t, np.int64(s.rot[i]), np.int64(s.y[i]), np.int64(s.x[i]), a,
+                                      gravity, kicks)
+        s.rot[i] = r
+        s.y[i] = y
+        s.x[i] = x
+        if locked:
+            return _lock_and_spawn(s, p, i, t, r, y, x, events, rng)
+        return 0.0, False
+    half = N_DROP if mode == DROP else N_POSES
+    use_hold = a >= half
+    k = a - half if use_hold else a
+    if use_hold and not _can_hold(s, p, i):
+        events[i, EV_INVALID] = 1
+        return 0.0, False
+    t = hold_target(s, i) if use_hold else np.int64(s.piece[i])
+    if mode == DROP:
+        r = k // W
+        x = k % W
+        if not drop_legal(s, i, t, r, x):
+            events[i, EV_INVALID] = 1
+            return 0.0, False
+        y = drop_row(s.rows, i, t, r, DROP_Y[t, r], x)
+    else:
+        if s.cost[i, a] < 0:
+            events[i, EV_INVALID] = 1
+            return 0.0, False
+        r = k // (H * W)
+        y = (k // W) % H
+        x = k % W
+    if use_hold:
+        events[i, EV_HOLDS] = 1
+        do_hold(s, i, rng, use_bag)
+    s.rot[i] = r
+    s.y[i] = y
+    s.x[i] = x
+    return _lock_and_spawn(s, p, i, t, r, y, x, events, rng)
+
+
+@exact
+def write_obs(s, p, i, obs):
+    obs[i, 0] = s.piece[i]
+    obs[i, 1] = s.rot[i]
+    obs[i, 2] = s.y[i]
+    obs[i, 3] = s.x[i]
+    o = 4
+    for y in range(H):
+        bits = np.int64(s.rows[i, y])
+        for c in range(W):
+            obs[i, o + c] = (bits >> c) & 1
+        o += W
+    for k in range(N_FEATURES):
+        obs[i, o + k] = min(np.int64(s.feat[i, k]), 255)
+    o += N_FEATURES
+    if param(p.hold, i) > 0:
+        obs[i, o] = s.hold[i]
+        o += 1
+    for k in range(np.int64(param(p.queue, i))):
+        obs[i, o + k] = s.queue[i, k]
+
+
+@exact
+def write_mask(s, p, i, masks):
+    mode = np.int64(param(p.action_mode, i))
+    hold_ok = _can_hold(s, p, i)
+    if mode == PRIMITIVE:
+        for k in range(N_PRIMITIVE - 1):
+            masks[i, k] = True
+        masks[i, HOLD] = hold_ok
+        return
+    with_hold = param(p.hold, i) > 0
+    if mode == DROP:
+        t = np.int64(s.piece[i])
+        for a in range(N_DROP):
+            masks[i, a] = drop_legal(s, i, t, a // W, a % W)
+        if with_hold:
+            t2 = hold_target(s, i)
+            for a in range(N_DROP):
+                masks[i, N_DROP + a] = hold_ok and drop_legal(s, i, t2, a // W, a % W)
+        return
+    kicks = 5 if param(p.rotation, i) > 0 else 1
+    gravity = np.int64(param(p.gravity, i))
+    halves = 2 if with_hold else 1
+    for h in range(halves):
+        base = h * N_POSES
+        if h == 0 or hold_ok:
+            t = np.int64(s.piece[i]) if h == 0 else hold_target(s, i)
+            plan(s.rows, i, t, gravity, kicks, base, h, s.cost, s.plan_dist, s.plan_queue, s.plan_live_parent,
+                 s.plan_live_input, s.plan_lock_parent, s.plan_lock_input)
+        else:
+            for k in range(N_POSES):
+                s.cost[i, base + k] = -1
+        for k in range(N_POSES):
+            masks[i, base + k] = s.cost[i, base + k] >= 0
+
+
+from games.tetris.render import render_rgb, render_text  # noqa: E402
