@@ -27,6 +27,7 @@ from vecsim.contract import GameSpec
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "_batch_template.py"
+_COLLECT_TEMPLATE = _HERE / "_collect_template.py"
 _ENGINE_SOURCES = sorted(_HERE.glob("*.py"))  # every engine module a kernel may call into
 _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], object] = {}
@@ -103,13 +104,13 @@ def _pad_signatures(text: str) -> str:
         padded.append(match.group(1))
         return f"def {match.group(1)}({match.group(2)}, _pad):"
 
-    text = re.sub(r"def ((?:step|reset|observe)_(?:serial|parallel))\((.*?)\):", pad, text, flags=re.S)
+    text = re.sub(r"def ((?:step|reset|observe)_(?:serial|parallel)|collect)\((.*?)\):", pad, text, flags=re.S)
     return text + f"\n#: Kernels given an extra ``_pad`` argument (see vecsim._codegen.LEAKY_ARG_COUNT).\nPADDED = {sorted(set(padded))!r}\n"
 
 
-def _fingerprint(game: GameSpec, source: str) -> str:
+def _fingerprint(game: GameSpec, source: str, extra_files=()) -> str:
     h = hashlib.sha256(source.encode())
-    for path in list(_ENGINE_SOURCES) + [pathlib.Path(p) for p in game.source_files()]:
+    for path in list(_ENGINE_SOURCES) + [pathlib.Path(p) for p in game.source_files()] + list(extra_files):
         h.update(pathlib.Path(path).read_bytes())
     h.update(numba.__version__.encode())
     h.update(sys.version.encode())
@@ -124,14 +125,61 @@ def load_kernels(game: GameSpec, precision: str):
             return _LOADED[key]
         source = render_source(game, precision)
         name = f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}_{_fingerprint(game, source)}"
-        path = cache_dir() / f"{name}.py"
-        if not path.exists() or path.read_text() != source:
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(source)
-            os.replace(tmp, path)  # atomic: concurrent processes never see half a file
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+        module = _import_generated(name, source)
         _LOADED[key] = module
         return module
+
+
+def _policy_location(policy) -> tuple[str, str, str]:
+    """(module name, attribute, source file) of a jitted policy defined at a module's top level."""
+    import inspect
+
+    from numba.core.registry import CPUDispatcher
+
+    if not isinstance(policy, CPUDispatcher):
+        raise TypeError(f"an in-kernel policy must be a numba @njit function, but got {type(policy).__name__}")
+    module_name, name = policy.py_func.__module__, policy.py_func.__name__
+    module = sys.modules.get(module_name)
+    if module is None or getattr(module, name, None) is not policy or module_name == "__main__":
+        raise TypeError(f"an in-kernel policy must be a top-level @njit function of an importable module "
+                        f"(so its kernel can be cached), but {name!r} of {module_name!r} is not")
+    return module_name, name, inspect.getfile(module)
+
+
+def load_collect_kernel(game: GameSpec, precision: str, policy):
+    """The cached episode-collection kernel of ``game`` with the jitted ``policy`` inside."""
+    module_name, name, source_file = _policy_location(policy)
+    key = (game.module.__name__, precision, module_name, name)
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        mod = game.module
+        fast = precision == "float32" and hasattr(mod, "step_env_fast")
+        text = _COLLECT_TEMPLATE.read_text()
+        text = re.sub(r"\bSTATE_ARGS\b", ", ".join(f"f_{f}" for f in game.state_cls._fields), text)
+        text = re.sub(r"\bPARAM_ROWS\b", ", ".join(f"P[{k}]" for k in range(len(game.params_cls._fields))), text)
+        text = re.sub(r"\bSTEP_ENV\b", "step_env_fast" if fast else "step_env", text)
+        text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
+        text = re.sub(r"\bPOLICY_MODULE\b", module_name, text)
+        text = re.sub(r"\bPOLICY_NAME\b", name, text)
+        text = text.replace('"PRECISION"', repr(precision))
+        text = _pad_signatures(text)
+        fingerprint = _fingerprint(game, text, [pathlib.Path(source_file)])
+        fname = (f"vecsim_collect_{mod.__name__.replace('.', '_')}_{module_name.replace('.', '_')}_{name}_"
+                 f"{precision}_{fingerprint}")
+        module = _import_generated(fname, text)
+        _LOADED[key] = module
+        return module
+
+
+def _import_generated(name: str, source: str):
+    path = cache_dir() / f"{name}.py"
+    if not path.exists() or path.read_text() != source:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        os.replace(tmp, path)  # atomic: concurrent processes never see half a file
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

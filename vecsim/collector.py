@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium import spaces
 
 import vecsim
+from vecsim._codegen import load_collect_kernel
 from vecsim.engine import _is_int, check_seed
 from vecsim.rng import MAX_SEED
 
@@ -149,7 +150,12 @@ class EpisodeCollector:
         Env slots stepped together (>= 1). Results do not depend on it.
     max_steps : int
         ``K``: an episode is cut after this many steps (>= 1); it is the padded length.
-    policy : callable, ndarray or "random"
+    policy : callable, numba @njit function, ndarray or "random"
+        - an ``@njit`` function ``policy(s, p, i, rng) -> action`` over the game's state (as a
+          game's ``step_env`` sees it; e.g. ``games.tetris.agent.policy``), defined at the top
+          level of an importable module: the whole collection then runs inside one cached
+          kernel, policy included, with no Python per step (the fastest path; Discrete actions).
+          It may draw from env ``i``'s stream ``rng``; an illegal action raises ``ValueError``.
         - ``policy(obs, masks) -> actions`` or ``-> (actions, log_probs, values)``: called
           once per step with the observations ``(n_running, obs_dim)`` of every running slot
           and their legal-action masks ``(n_running, n_actions)`` bool (``None`` for games
@@ -228,10 +234,16 @@ class EpisodeCollector:
                 raise TypeError(f"an action array policy for {self.single_action_space} must have "
                                 f"{'an integer' if self._discrete else 'a numeric'} dtype, but got dtype {policy.dtype}")
             return "array", policy
+        from numba.core.registry import CPUDispatcher
+
+        if isinstance(policy, CPUDispatcher):
+            if not self._discrete:
+                raise TypeError(f"in-kernel policies choose Discrete actions; {self.single_action_space} is not")
+            return "jitted", load_collect_kernel(self.engine.game, self.engine.precision, policy)
         if callable(policy):
             return "callable", policy
-        raise TypeError(f"policy must be a batched callable policy(obs, masks), an ndarray of actions or "
-                        f"'random' (in-kernel jitted policies are not supported), but got {type(policy).__name__}")
+        raise TypeError(f"policy must be a batched callable policy(obs, masks), an @njit policy(s, p, i, rng), "
+                        f"an ndarray of actions or 'random', but got {type(policy).__name__}")
 
     @staticmethod
     def _check_count(num_episodes) -> int:
@@ -340,10 +352,35 @@ class EpisodeCollector:
             raise TypeError(f"policy {name} must be numbers, but got dtype {arr.dtype}")
         return arr
 
+    def _run_jitted(self, slots: _Slots, first_job: int):
+        """Play jobs ``first_job ..`` into ``slots`` in one kernel call with the in-kernel policy."""
+        eng, out, n = self.engine, slots.batch, slots.n
+        seeds = self.seed + first_job + np.arange(n, dtype=np.int64)
+        masks_out = out.action_masks if out.action_masks is not None else np.zeros((0, 0, 0), dtype=np.bool_)
+        bad = np.zeros((self.num_workers, 2), dtype=np.int64)
+        args = (seeds, self.max_steps, eng._max_steps, out.observations, out.actions, out.rewards, out.dones,
+                out.terminated, out.lengths, masks_out, bad, eng._act_buf, eng.obs, eng.masks, eng.events, eng.rng,
+                eng._P) + tuple(eng.state)
+        if "collect" in self._policy.PADDED:
+            args += (np.zeros(1),)
+        self._policy.collect(*args)
+        failed = bad[:, 0] > 0
+        if failed.any():
+            slot = int(np.flatnonzero(failed)[0])
+            job, action = int(bad[slot, 0]) - 1, int(bad[slot, 1])
+            step = int(out.lengths[job])  # the kernel records the steps played before the bad one
+            raise ValueError(f"in-kernel policy action {action} of job {first_job + job} (slot {slot}) at step "
+                             f"{step} is illegal for {self.single_action_space}"
+                             f"{' under its action mask' if eng.n_mask else ''}")
+        yield np.arange(n)
+
     def _run(self, slots: _Slots, first_job: int, stop: threading.Event | None = None):
         """Play jobs ``first_job ..`` into ``slots``; yields the local indices finished at each step."""
         eng, out, k, w, n = self.engine, slots.batch, self.max_steps, self.num_workers, slots.n
         slots.clear(first_job, self.seed)
+        if self._policy_kind == "jitted":
+            yield from self._run_jitted(slots, first_job)
+            return
         job_of = np.full(w, -1, dtype=np.int64)  # local job index per slot; -1: idle
         step_of = np.zeros(w, dtype=np.int64)
         tables = None

@@ -46,7 +46,7 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from games.tetris.pieces import DROP_Y, H, N_POSES, NONE, W, pose_of  # noqa: F401 (pieces first)
+from games.tetris.pieces import DROP_Y, H, N_POSES, NONE, SPAWN_X, SPAWN_Y, W, pose_of  # noqa: F401 (pieces first)
 from games.tetris.rules import (
     LINE_SCORES, N_FEATURES, QUEUE_SLOTS, advance, blocked, board_features, clear_board, do_hold, draw_piece,
     drop_legal, drop_row, hold_target, lock, spawn,
@@ -67,6 +67,9 @@ STEP_USES_RNG = True
 PHYSICAL_STATE = ()
 PARALLEL_MIN_ENVS = 16
 RENDER_FPS = 30
+
+#: (1024, 10) uint8: the cells (0/1) of every row bitmask, for writing the board observation.
+ROW_CELLS = ((np.arange(1 << W)[:, None] >> np.arange(W)) & 1).astype(np.uint8)
 
 PRIMITIVE, DROP, REACH = 0, 1, 2
 ACTION_MODES = ("primitive", "drop", "reach")
@@ -299,7 +302,8 @@ def step_env(s, p, i, actions, events, rng):
     if mode == DROP:
         r = k // W
         x = k % W
-        if not drop_legal(s, i, t, r, x):
+        spawnable = not (use_hold and blocked(s.rows, i, t, 0, SPAWN_Y[t], SPAWN_X[t]))
+        if not (spawnable and drop_legal(s, i, t, r, x)):
             events[i, EV_INVALID] = 1
             return 0.0, False
         y = drop_row(s.rows, i, t, r, DROP_Y[t, r], x)
@@ -329,7 +333,7 @@ def write_obs(s, p, i, obs):
     for y in range(H):
         bits = np.int64(s.rows[i, y])
         for c in range(W):
-            obs[i, o + c] = (bits >> c) & 1
+            obs[i, o + c] = ROW_CELLS[bits, c]
         o += W
     for k in range(N_FEATURES):
         obs[i, o + k] = min(np.int64(s.feat[i, k]), 255)
@@ -357,6 +361,7 @@ def write_mask(s, p, i, masks):
             masks[i, a] = drop_legal(s, i, t, a // W, a % W)
         if with_hold:
             t2 = hold_target(s, i)
+            hold_ok = hold_ok and not blocked(s.rows, i, t2, 0, SPAWN_Y[t2], SPAWN_X[t2])
             for a in range(N_DROP):
                 masks[i, N_DROP + a] = hold_ok and drop_legal(s, i, t2, a // W, a % W)
         return

@@ -7,6 +7,9 @@ import numpy as np
 
 from games.tetris.pieces import CELLS, COLORS, HIDDEN, NAMES, NONE, H, W
 
+#: Colours by cell value - 1: the seven pieces, then grey for cells set up by ``set_board``.
+_PALETTE = np.vstack([COLORS, np.array([[128, 128, 128]], np.uint8)])
+
 CELL = 16  # pixels per cell
 _BG = np.array((24, 24, 32), np.uint8)
 _GRID = np.array((44, 44, 56), np.uint8)
@@ -50,7 +53,7 @@ def render_rgb(values: dict, p) -> np.ndarray:
         for x in range(W):
             c = int(cells[y, x])
             if c:
-                color = COLORS[c - 1] if y >= HIDDEN else (COLORS[c - 1] // 2)
+                color = _PALETTE[c - 1] if y >= HIDDEN else (_PALETTE[c - 1] // 2)
                 _block(img, y * CELL, x * CELL, color)
             elif y >= HIDDEN:
                 _block(img, y * CELL, x * CELL, _BG)

@@ -159,54 +159,57 @@ def lock(s, i, t, r, y, x):
     return lines
 
 
+#: Number of set bits of every 11-bit value.
+POPCOUNT = np.array([bin(v).count("1") for v in range(1 << (W + 1))], dtype=np.int64)
+_COL_BITS = 6  # per-column counters packed in one int64 (a run never exceeds H = 24 < 64)
+_COL_MASK = (1 << _COL_BITS) - 1
+
+
 @exact
 def board_features(rows, i, feat):
     """Column heights, holes, bumpiness, row and column transitions and wells of env ``i``'s
-    board into ``feat[i, :15]`` (the definitions of SPEC.md)."""
-    top = H  # highest filled row (H if empty)
+    board into ``feat[i, :15]`` (the definitions of SPEC.md), a row at a time with bit
+    operations: ``seen`` marks columns with a filled cell above the current row."""
+    seen = 0
+    prev = 0
     holes = 0
     col_t = 0
+    row_t = 0
     wells = 0
+    runs = 0  # packed per-column lengths of the current vertical run of well cells
     for c in range(W):
-        bit = 1 << c
-        height = 0
-        prev = -1  # nothing above row 0
-        seen = False
-        run = 0
-        for y in range(H):
-            filled = 1 if np.int64(rows[i, y]) & bit else 0
-            if filled:
-                if not seen:
-                    seen = True
-                    height = H - y
-                    if y < top:
-                        top = y
-            elif seen:
-                holes += 1
-            if prev >= 0 and filled != prev:
-                col_t += 1
-            prev = filled
-            # A well cell: empty, with both neighbours filled or walls.
-            left = c == 0 or (np.int64(rows[i, y]) >> (c - 1)) & 1
-            right = c == W - 1 or (np.int64(rows[i, y]) >> (c + 1)) & 1
-            if not filled and left and right:
-                run += 1
-            else:
-                wells += run * (run + 1) // 2
-                run = 0
-        wells += run * (run + 1) // 2
-        if prev == 0:
-            col_t += 1  # the last row against the filled floor
-        feat[i, c] = height
+        feat[i, c] = 0
+    for y in range(H):
+        bits = np.int64(rows[i, y])
+        if y > 0:
+            col_t += POPCOUNT[bits ^ prev]
+        new = bits & ~seen
+        while new:
+            c = 0
+            while not (new >> c) & 1:
+                c += 1
+            feat[i, c] = H - y
+            new &= new - 1
+        holes += POPCOUNT[~bits & seen & FULL_ROW]
+        seen |= bits
+        if seen:  # rows from the highest filled one down
+            walled = (bits << 1) | 1 | (1 << (W + 1))
+            row_t += POPCOUNT[(walled ^ (walled >> 1)) & ((1 << (W + 1)) - 1)]
+        well = ~bits & ((bits << 1) | 1) & ((bits >> 1) | (1 << (W - 1))) & FULL_ROW
+        if well or runs:
+            for c in range(W):
+                shift = c * _COL_BITS
+                if (well >> c) & 1:
+                    run = ((runs >> shift) & _COL_MASK) + 1
+                    runs = (runs & ~(_COL_MASK << shift)) | (run << shift)
+                    wells += run  # 1 + 2 + ... + d over a run of d cells
+                else:
+                    runs &= ~(_COL_MASK << shift)
+        prev = bits
+    col_t += POPCOUNT[~prev & FULL_ROW]  # the bottom row against the filled floor
     bump = 0
     for c in range(W - 1):
         bump += abs(np.int64(feat[i, c]) - np.int64(feat[i, c + 1]))
-    row_t = 0
-    for y in range(top, H):
-        bits = (np.int64(rows[i, y]) << 1) | 1 | (1 << (W + 1))  # walls at both ends
-        diff = bits ^ (bits >> 1)
-        for k in range(W + 1):
-            row_t += (diff >> k) & 1
     feat[i, F_HOLES] = holes
     feat[i, F_BUMPINESS] = bump
     feat[i, F_ROW_T] = row_t

@@ -1,0 +1,74 @@
+"""Template of the episode-collection kernel for an in-kernel (jitted) policy.
+
+Never imported. ``vecsim._codegen.load_collect_kernel`` substitutes the game module, the
+policy's module and name, the state fields and the precision, writes the result into vecsim's
+cache folder and imports it, so the kernel is cached on disk like the batched kernels (a
+jitted function passed as an argument would be recompiled in every process).
+
+Slot ``w`` of ``W`` plays jobs ``w, w + W, w + 2W, ...`` to the end, entirely inside the
+kernel: the policy, the step, the observation and the mask of every step, with no Python
+in between. Job ``j`` is seeded with ``seeds[j]``, so its episode does not depend on which
+slot or thread plays it.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from vecsim.jit import kernel_options
+from vecsim.rng import seed_env
+
+import GAME_MODULE as _game
+from GAME_MODULE import Params, State  # parfor lowering looks these names up here
+from POLICY_MODULE import POLICY_NAME as _policy
+
+OPTS = kernel_options("PRECISION", True)
+
+
+@njit(**OPTS)
+def collect(seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out,
+            bad, actions, obs, masks, events, rng, P, STATE_ARGS):
+    """Play every job. When slot ``w``'s policy returns a malformed or illegal action ``a`` in
+    job ``j``, ``bad[w] = (j + 1, a)`` and that slot stops (``bad[w, 0] == 0``: no error)."""
+    n_jobs = seeds.shape[0]
+    n_slots = actions.shape[0]
+    obs_dim = obs.shape[1]
+    n_mask = masks.shape[1]
+    keep_masks = mask_out.shape[0] > 0
+    for w in prange(n_slots):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        bad[w, 0] = 0
+        for j in range(w, n_jobs, n_slots):
+            if bad[w, 0] != 0:
+                break
+            seed_env(rng, w, seeds[j])
+            _game.reset_env(s, p, w, rng)
+            _game.write_obs(s, p, w, obs)
+            _game.write_mask(s, p, w, masks)
+            t = 0
+            terminated = False
+            while True:
+                for k in range(obs_dim):
+                    obs_out[j, t, k] = obs[w, k]
+                if keep_masks:
+                    for k in range(n_mask):
+                        mask_out[j, t, k] = masks[w, k]
+                a = _policy(s, p, w, rng)
+                actions[w] = a
+                legal = _game.action_ok(p, actions, w) and (n_mask == 0 or masks[w, a])
+                if not legal:
+                    bad[w, 0] = j + 1
+                    bad[w, 1] = a
+                    break
+                act_out[j, t] = a
+                reward, terminated = _game.STEP_ENV(s, p, w, actions, events, rng)
+                rew_out[j, t] = reward
+                _game.write_obs(s, p, w, obs)
+                _game.write_mask(s, p, w, masks)
+                t += 1
+                truncated = env_max_steps > 0 and t >= env_max_steps
+                done = terminated or truncated or t >= max_steps
+                done_out[j, t - 1] = done
+                if done:
+                    break
+            len_out[j] = t
+            term_out[j] = terminated
