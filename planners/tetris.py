@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from games.tetris.pieces import H, N_POSES, SPAWN_X, SPAWN_Y, W
+from games.tetris.pieces import HEIGHT, H, KICK_COUNT, KICK_DELTAS, N_POSES, ROW_MASKS, SPAWN_X, SPAWN_Y, W, WIDTH
 from games.tetris.rules import blocked, drop_row, rotate
 from vecsim.jit import exact
 
@@ -69,9 +69,10 @@ def apply_input(rows, i, t, r, y, x, u, gravity, kicks):
 
 
 @exact
-def plan(rows, i, t, gravity, kicks, base, extra, cost, dist, queue, live_parent, live_input, lock_parent,
-         lock_input):
-    """Search every lock pose of piece ``t`` from its spawn pose on env ``i``'s board.
+def plan_simple(rows, i, t, gravity, kicks, base, extra, cost, dist, queue, live_parent, live_input, lock_parent,
+                lock_input):
+    """The plain breadth-first search, one pose at a time: the specification ``plan`` (the
+    bit-parallel search the game uses) is tested against; same outputs, same arguments.
 
     Writes ``cost[i, base:base + N_POSES]`` (``extra`` is added to every reachable cost, e.g.
     1 for a hold input before the search) and the parent links at the same offsets. Returns
@@ -111,6 +112,206 @@ def plan(rows, i, t, gravity, kicks, base, extra, cost, dist, queue, live_parent
                 live_input[i, base + nid] = u
                 queue[i, tail] = nid
                 tail += 1
+    return found
+
+
+# -- the bit-parallel search --------------------------------------------------------------
+# Poses of one rotation and row are a 10-bit set over x. The scratch array ``bits`` of env i
+# holds, at these offsets, per (r, y): FREE (x where the piece fits; y = -1 .. H, the rows
+# outside the board empty), the live poses VISITED, the poses LOCKED, and two frontiers.
+_ROWS = H + 2  # y = -1 .. H
+_FREE = 0
+_VISITED = 4 * _ROWS
+_LOCKED = 8 * _ROWS
+_FRONT = 12 * _ROWS  # two frontiers of 4 * _ROWS each
+SCRATCH = 20 * _ROWS  # int16 entries of scratch per env (<= N_POSES)
+#: Index of the lowest set bit of every 10-bit value (10 for 0).
+LOWEST_BIT = np.array([((v & -v).bit_length() - 1) if v else W for v in range(1 << W)], dtype=np.int64)
+
+
+@exact(inline="always")
+def _slot(r, y):
+    return r * _ROWS + y + 1
+
+
+@exact(inline="always")
+def _free(bits, i, r, y):
+    if y < -1 or y > H:
+        return np.int64(0)
+    return np.int64(bits[i, _FREE + _slot(r, y)])
+
+
+@exact(inline="always")
+def _shift(v, dx):
+    return (v << dx) if dx >= 0 else (v >> -dx)
+
+
+@exact(inline="always")
+def _record(set_off, bits, i, v, r, y, src_r, src_y, dx, u, base, value, out_value, out_parent, out_input):
+    """Add poses ``v`` (x bits) of (r, y) to the set at ``set_off``; for each new one write
+    ``value`` (when out_value is given), its parent pose and input. Returns the new bits."""
+    k = set_off + _slot(r, y)
+    new = v & ~np.int64(bits[i, k])
+    if new:
+        bits[i, k] = np.int64(bits[i, k]) | new
+        rest = new
+        while rest:
+            x = LOWEST_BIT[rest]
+            rest &= rest - 1
+            pose = base + (r * H + y) * W + x
+            if out_value.shape[1] > 0:
+                out_value[i, pose] = value
+            out_parent[i, pose] = (src_r * H + src_y) * W + x - dx
+            out_input[i, pose] = u
+    return new
+
+
+@exact(inline="always")
+def _live(bits, i, v, r, y, src_r, src_y, dx, u, base, front, live_parent, live_input, ymin_ymax):
+    new = _record(_VISITED, bits, i, v, r, y, src_r, src_y, dx, u, base, 0, live_parent[:, :0], live_parent,
+                  live_input)
+    if new:
+        k = front + _slot(r, y)
+        bits[i, k] = np.int64(bits[i, k]) | new
+        if y < ymin_ymax[0]:
+            ymin_ymax[0] = y
+        if y > ymin_ymax[1]:
+            ymin_ymax[1] = y
+
+
+@exact(inline="always")
+def _after_input(bits, i, d, rest, r, y, src_r, src_y, dx, u, gravity, base, front, level, extra, cost,
+                 live_parent, live_input, lock_parent, lock_input, ymin_ymax):
+    """Gravity for the poses ``d`` of (r, y) just after an input; ``rest``: those whose
+    pose at the step's start was resting (they lock if they do not move down)."""
+    if d == 0:
+        return
+    if gravity == 0:
+        _live(bits, i, d, r, y, src_r, src_y, dx, u, base, front, live_parent, live_input, ymin_ymax)
+        return
+    below = _free(bits, i, r, y + 1)
+    stuck = d & ~below
+    _record(_LOCKED, bits, i, stuck & rest, r, y, src_r, src_y, dx, u, base, level + 1 + extra, cost, lock_parent,
+            lock_input)
+    _live(bits, i, stuck & ~rest, r, y, src_r, src_y, dx, u, base, front, live_parent, live_input, ymin_ymax)
+    fall = d & below
+    yy = y + 1
+    g = 1
+    while fall and g < gravity:
+        below = _free(bits, i, r, yy + 1)
+        _live(bits, i, fall & ~below, r, yy, src_r, src_y, dx, u, base, front, live_parent, live_input, ymin_ymax)
+        fall &= below
+        yy += 1
+        g += 1
+    _live(bits, i, fall, r, yy, src_r, src_y, dx, u, base, front, live_parent, live_input, ymin_ymax)
+
+
+@exact
+def plan(rows, i, t, gravity, kicks, base, extra, cost, bits, ymin_ymax, live_parent, live_input, lock_parent,
+         lock_input):
+    """Search every lock pose of piece ``t`` from its spawn pose on env ``i``'s board.
+
+    Level-synchronous breadth-first search over sets of poses: the live poses of one
+    rotation and row that share a distance are one 10-bit word, and each input moves a whole
+    word with a few shifts and ANDs against the FREE table. Writes ``cost[i, base:base +
+    N_POSES]`` (``extra`` added to every reachable cost, e.g. 1 for a hold input before the
+    search) and the parent links at the same offsets. ``bits`` is ``(N, SCRATCH)`` int16
+    scratch, ``ymin_ymax`` ``(N, 2)`` int64 scratch. Returns the number of lock poses.
+    """
+    for k in range(N_POSES):
+        cost[i, base + k] = -1
+    for k in range(SCRATCH):
+        bits[i, k] = 0
+    for r in range(4):
+        h = HEIGHT[t, r]
+        fits = (1 << (W - WIDTH[t, r] + 1)) - 1
+        for y in range(H - h + 1):
+            f = fits
+            for k in range(h):
+                row = np.int64(rows[i, y + k])
+                m = ROW_MASKS[t, r, k]
+                for j in range(4):
+                    if (m >> j) & 1:
+                        f &= ~(row >> j)
+            bits[i, _FREE + _slot(r, y)] = f & fits
+    y0, x0 = SPAWN_Y[t], SPAWN_X[t]
+    if not (_free(bits, i, 0, y0) >> x0) & 1:
+        return 0
+    start = y0 * W + x0
+    live_parent[i, base + start] = -1
+    live_input[i, base + start] = -1
+    bits[i, _VISITED + _slot(0, y0)] = 1 << x0
+    cur = _FRONT
+    nxt = _FRONT + 4 * _ROWS
+    bits[i, cur + _slot(0, y0)] = 1 << x0
+    lo = np.int64(y0)
+    hi = np.int64(y0)
+    n_kicks = min(kicks, KICK_COUNT[t])
+    level = 0
+    ymm = ymin_ymax[i]
+    while lo <= hi:
+        ymm[0] = H
+        ymm[1] = -1
+        for r in range(4):
+            for y in range(lo, hi + 1):
+                k = cur + _slot(r, y)
+                f = np.int64(bits[i, k])
+                if f == 0:
+                    continue
+                bits[i, k] = 0
+                here = _free(bits, i, r, y)
+                below = _free(bits, i, r, y + 1)
+                rest = f & ~below
+                # noop
+                _after_input(bits, i, f, rest, r, y, r, y, 0, NOOP, gravity, base, nxt, level, extra, cost,
+                             live_parent, live_input, lock_parent, lock_input, ymm)
+                # left and right: the poses that can move, and those that stay
+                for u in (LEFT, RIGHT):
+                    dx = -1 if u == LEFT else 1
+                    moved = _shift(f, dx) & here
+                    src = _shift(moved, -dx)
+                    _after_input(bits, i, moved, _shift(rest & src, dx), r, y, r, y, dx, u, gravity, base, nxt,
+                                 level, extra, cost, live_parent, live_input, lock_parent, lock_input, ymm)
+                    stay = f & ~src
+                    _after_input(bits, i, stay, rest & stay, r, y, r, y, 0, u, gravity, base, nxt, level, extra,
+                                 cost, live_parent, live_input, lock_parent, lock_input, ymm)
+                # soft drop: down one row without gravity, or lock when resting
+                _live(bits, i, f & below, r, y + 1, r, y, 0, SOFT_DROP, base, nxt, live_parent, live_input, ymm)
+                _record(_LOCKED, bits, i, rest, r, y, r, y, 0, SOFT_DROP, base, level + 1 + extra, cost,
+                        lock_parent, lock_input)
+                # hard drop: every pose falls to its own landing row
+                falling = f
+                yy = y
+                while falling:
+                    under = _free(bits, i, r, yy + 1)
+                    _record(_LOCKED, bits, i, falling & ~under, r, yy, r, y, 0, HARD_DROP, base, level + 1 + extra,
+                            cost, lock_parent, lock_input)
+                    falling &= under
+                    yy += 1
+                # rotations: each pose takes the first kick that fits
+                for d in range(2):
+                    u = ROTATE_CW if d == 0 else ROTATE_CCW
+                    r2 = (r + 1) % 4 if d == 0 else (r + 3) % 4
+                    remaining = f
+                    for kk in range(n_kicks):
+                        if remaining == 0:
+                            break
+                        dy = KICK_DELTAS[t, r, d, kk, 0]
+                        dx = KICK_DELTAS[t, r, d, kk, 1]
+                        ok = _shift(remaining, dx) & _free(bits, i, r2, y + dy)
+                        src = _shift(ok, -dx)
+                        remaining &= ~src
+                        _after_input(bits, i, ok, _shift(rest & src, dx), r2, y + dy, r, y, dx, u, gravity, base,
+                                     nxt, level, extra, cost, live_parent, live_input, lock_parent, lock_input, ymm)
+                    _after_input(bits, i, remaining, rest & remaining, r, y, r, y, 0, u, gravity, base, nxt, level,
+                                 extra, cost, live_parent, live_input, lock_parent, lock_input, ymm)
+        lo = ymm[0]
+        hi = ymm[1]
+        cur, nxt = nxt, cur
+        level += 1
+    found = 0
+    for k in range(N_POSES):
+        found += cost[i, base + k] >= 0
     return found
 
 

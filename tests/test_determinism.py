@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import vecsim
-from vecsim.testing import sample_actions
+from vecsim.testing import legal_actions, sample_actions
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def trajectory_hashes(parallel: bool) -> dict[str, str]:
             rng = np.random.default_rng(0)
             digest = hashlib.sha256(eng.reset(seed=7).tobytes())
             for t in range(STEPS):
-                actions = sample_actions(eng.single_action_space, NUM_ENVS, rng)
+                actions = sample_actions(eng.single_action_space, NUM_ENVS, rng, mask=legal_actions(eng))
                 if t < STEPS // 2:
                     eng.step(actions)
                 else:

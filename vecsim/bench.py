@@ -8,7 +8,14 @@ and for the references it is compared with: Gymnasium's own vector env where the
 single env, and EnvPool when it is installed. ``steps_per_second`` times a runner with
 ``time.perf_counter``: warm-up first, then the best of a few repeats.
 
-A step of a batch of ``N`` envs counts as ``N`` env steps.
+Games with action masks (Tetris-v0 in its ``drop`` and ``reach`` modes) reject illegal
+actions, so their runners pick random *legal* actions with ``LegalActions`` inside the timed
+step instead (an argmax over preallocated buffers, no Python loop over envs).
+``tetris_runner`` times Tetris-v0 per action mode, and ``tetris_gymnasium_runner`` the JAX
+Tetris of tetris-gymnasium (``jax.jit(jax.vmap(step))`` on CPU) when it is installed.
+
+A step of a batch of ``N`` envs counts as ``N`` env steps (in Tetris's drop and reach modes
+a step is one placement decision).
 """
 
 from __future__ import annotations
@@ -91,9 +98,58 @@ def action_batches(single_action_space, num_envs: int, count: int = _N_ACTION_BA
     return [space.sample() for _ in range(count)]
 
 
+class LegalActions:
+    """Random legal actions of a batch with action masks, with no Python loop over envs.
+
+    Each call returns, for every env ``i``, ``argmax(keys[i] * masks[i])``: ``keys`` are random
+    weights in ``[1, 255]`` drawn once per env and action (``count`` batches of them, used in
+    turn), so the action is legal whenever env ``i`` has a legal action. The product goes
+    into a preallocated uint8 buffer and the argmax into a preallocated int64 array (the
+    returned array, overwritten by the next call): a call allocates nothing. Memory:
+    ``(count + 1) * num_envs * n_actions`` bytes (23 MB for Tetris's reach mode at 4096 envs).
+
+    An env with no legal action gets action 0; in vecsim that is an env that just finished,
+    which the next ``step`` resets (NEXT_STEP) without looking at its action.
+
+    Parameters
+    ----------
+    masks : ndarray of bool, shape (num_envs, n_actions)
+        The live mask buffer (``Engine.masks``), read at every call.
+    count : int
+        Key batches drawn ahead.
+    seed : int
+    """
+
+    def __init__(self, masks: np.ndarray, count: int = 2, seed: int = 0):
+        n, a = masks.shape
+        rng = np.random.default_rng(seed)
+        self.masks = masks
+        self.keys = [rng.integers(1, 256, size=(n, a), dtype=np.uint8) for _ in range(count)]
+        self.actions = np.zeros(n, dtype=np.int64)
+        self._mask_bytes = masks.view(np.uint8)  # 0/1 bytes: a plain uint8 multiply, no cast from bool
+        self._product = np.empty((n, a), dtype=np.uint8)
+        self._next = 0
+
+    def __call__(self) -> np.ndarray:
+        keys = self.keys[self._next]
+        self._next = (self._next + 1) % len(self.keys)
+        np.multiply(keys, self._mask_bytes, out=self._product)
+        self._product.argmax(axis=1, out=self.actions)
+        return self.actions
+
+
+def _masks_of(engine) -> np.ndarray | None:
+    """The engine's mask buffer where its game has action masks, else ``None``."""
+    return engine.masks if engine.game.module.HAS_ACTION_MASK and engine.n_mask else None
+
+
 def vecsim_step_runner(game_id: str, num_envs: int, precision: str = "float64", copy: bool = True,
                        seed: int = 0) -> Runner:
-    """``VecsimVectorEnv.step`` made by ``gymnasium.make_vec`` (NEXT_STEP autoreset)."""
+    """``VecsimVectorEnv.step`` made by ``gymnasium.make_vec`` (NEXT_STEP autoreset).
+
+    Random actions drawn ahead of time; for a game with action masks, random legal actions
+    chosen at each step by ``LegalActions`` (timed with the step).
+    """
     import gymnasium
 
     import vecsim  # noqa: F401  (registers the vecsim ids)
@@ -101,21 +157,32 @@ def vecsim_step_runner(game_id: str, num_envs: int, precision: str = "float64", 
     env = gymnasium.make_vec(full_id(game_id), num_envs, vectorization_mode="vector_entry_point",
                              precision=precision, copy=copy)
     env.reset(seed=seed)
+    masks = _masks_of(env.unwrapped.engine)
+    if masks is not None:
+        choose = LegalActions(masks, seed=seed)
+        return Runner(VECSIM_STEP, game_id, num_envs, lambda: env.step(choose()), env.close)
     actions = itertools.cycle(action_batches(env.single_action_space, num_envs, seed=seed))
     return Runner(VECSIM_STEP, game_id, num_envs, lambda: env.step(next(actions)), env.close)
 
 
 def vecsim_no_reset_runner(game_id: str, num_envs: int, precision: str = "float64", seed: int = 0) -> Runner:
-    """``Engine.step_no_reset`` followed by ``reset_envs`` of the envs that finished."""
+    """``Engine.step_no_reset`` followed by ``reset_envs`` of the envs that finished.
+
+    Actions as in ``vecsim_step_runner`` (random legal ones for a game with action masks).
+    """
     import vecsim
 
     engine = vecsim.make(game_id, num_envs, precision=precision)
     engine.reset(seed=seed)
-    actions = itertools.cycle(action_batches(engine.single_action_space, num_envs, seed=seed))
+    masks = _masks_of(engine)
+    if masks is not None:
+        next_actions = LegalActions(masks, seed=seed)
+    else:
+        next_actions = itertools.cycle(action_batches(engine.single_action_space, num_envs, seed=seed)).__next__
     done = np.zeros(num_envs, dtype=np.bool_)
 
     def step():
-        result = engine.step_no_reset(next(actions))
+        result = engine.step_no_reset(next_actions())
         np.logical_or(result.terminals, result.truncations, out=done)
         if done.any():
             engine.reset_envs(done)
@@ -226,6 +293,129 @@ def measure(impl: str, game_id: str, num_envs: int, precision: str = "float64", 
             repeats: int = 3) -> float | None:
     """Steps per second of ``impl`` on a game and batch size, or ``None`` where it does not apply."""
     runner = make_runner(impl, game_id, num_envs, precision)
+    if runner is None:
+        return None
+    with runner:
+        return steps_per_second(runner.step, num_envs, seconds, repeats)
+
+
+# -- Tetris ---------------------------------------------------------------------------------
+#: The Tetris env, benchmarked per action mode (``vecsim bench`` and ``bench_tetris.py``).
+TETRIS_ID = "Tetris-v0"
+TETRIS_MODES = ("primitive", "drop", "reach")
+#: Implementations of the Tetris table: vecsim per action mode, then the JAX reference.
+TETRIS_VECSIM = tuple(f"vecsim {mode}" for mode in TETRIS_MODES)
+TETRIS_GYMNASIUM = "tetris-gymnasium jax"
+TETRIS_IMPLEMENTATIONS = TETRIS_VECSIM + (TETRIS_GYMNASIUM,)
+#: tetris-gymnasium's functional env: 7 inputs (left, right, down, rotate ccw/cw, noop, hard
+#: drop), no hold; its documented default board (10 x 20, padding 4, 7-bag).
+_TG_N_ACTIONS = 7
+
+
+def is_tetris(game_id: str) -> bool:
+    """Whether ``game_id`` names vecsim's Tetris-v0 (which ``vecsim bench`` times per action mode)."""
+    from vecsim.registry import resolve
+
+    return resolve(game_id).env_id == TETRIS_ID
+
+
+def tetris_runner(action_mode: str, num_envs: int, seed: int = 0, **params) -> Runner:
+    """``Engine.step`` (NEXT_STEP autoreset) of Tetris-v0 in one action mode.
+
+    ``primitive``: random inputs in ``[0, 8)`` drawn ahead of time. ``drop`` and ``reach``:
+    random legal placements chosen by ``LegalActions`` at every step (timed with the step,
+    as an agent's choice would be), so a step is one placement decision per env. ``params``
+    go to ``vecsim.make`` (rule variants, ``preset="classic"``...).
+    """
+    import vecsim
+
+    if action_mode not in TETRIS_MODES:
+        raise ValueError(f"action_mode must be one of {TETRIS_MODES}, but got action_mode={action_mode!r}")
+    engine = vecsim.make(TETRIS_ID, num_envs, action_mode=action_mode, **params)
+    engine.reset(seed=seed)
+    if action_mode == "primitive":
+        next_actions = itertools.cycle(action_batches(engine.single_action_space, num_envs, seed=seed)).__next__
+    else:
+        next_actions = LegalActions(engine.masks, seed=seed)
+    return Runner(f"vecsim {action_mode}", TETRIS_ID, num_envs, lambda: engine.step(next_actions()), engine.close)
+
+
+def tetris_gymnasium_available() -> bool:
+    """Whether tetris-gymnasium's functional JAX env and JAX import."""
+    try:
+        import jax  # noqa: F401
+        from tetris_gymnasium.envs import tetris_fn  # noqa: F401
+    except Exception:  # an ImportError, or a broken jaxlib
+        return False
+    return True
+
+
+def tetris_gymnasium_runner(num_envs: int, seed: int = 0, autoreset: bool = False) -> Runner | None:
+    """tetris-gymnasium's JAX Tetris, ``jax.jit(jax.vmap(step))`` over ``num_envs`` states, or ``None``.
+
+    ``step`` is ``tetris_gymnasium.envs.tetris_fn.step`` with its ``TETROMINOES`` and
+    ``EnvConfig(width=10, height=20, padding=4, queue_size=7)`` (its documented defaults);
+    the states come from ``jax.vmap(reset)``. Actions: random inputs in ``[0, 7)`` drawn ahead
+    of time, already on the device. Each ``step()`` blocks until the new states are ready
+    (``jax.block_until_ready``); the jitted function is compiled here, outside any timing.
+
+    tetris-gymnasium's ``step`` does not reset a finished game (its state stays as it is).
+    Under ``vmap`` its ``lax.cond`` becomes a select that computes both branches, so a
+    finished env costs what a live one does. ``autoreset=True`` adds a reset of the finished
+    envs inside the jitted step (``vmap(reset)`` and a select, as Gymnax-style wrappers do).
+    """
+    if not tetris_gymnasium_available():
+        return None
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+    from tetris_gymnasium.envs.tetris_fn import reset, step
+    from tetris_gymnasium.functional.core import EnvConfig
+    from tetris_gymnasium.functional.tetrominoes import TETROMINOES
+
+    config = EnvConfig(width=10, height=20, padding=4, queue_size=7)
+    reset_one = functools.partial(reset, TETROMINOES, config=config)
+    step_one = functools.partial(step, TETROMINOES, config=config)
+    _, states, _ = jax.jit(jax.vmap(reset_one))(jax.random.split(jax.random.PRNGKey(seed), num_envs))
+    if autoreset:
+        def step_reset_one(state, action):
+            new_state, obs, reward, terminated, info = step_one(state, action)
+            key, fresh, fresh_obs = reset_one(new_state.rng_key)
+            fresh = fresh.replace(rng_key=key)
+            new_state = jax.tree_util.tree_map(lambda a, b: jnp.where(terminated, a, b), fresh, new_state)
+            return new_state, jnp.where(terminated, fresh_obs, obs), reward, terminated, info
+
+        batch_step = jax.jit(jax.vmap(step_reset_one))
+    else:
+        batch_step = jax.jit(jax.vmap(step_one))
+    rng = np.random.default_rng(seed)
+    batches = [jax.device_put(rng.integers(0, _TG_N_ACTIONS, num_envs, dtype=np.int32))
+               for _ in range(_N_ACTION_BATCHES)]
+    actions = itertools.cycle(batches)
+    out = jax.block_until_ready(batch_step(states, next(actions)))  # compile
+    current = [out[0]]
+
+    def step_all():
+        result = jax.block_until_ready(batch_step(current[0], next(actions)))
+        current[0] = result[0]
+
+    return Runner(TETRIS_GYMNASIUM, TETRIS_ID, num_envs, step_all)
+
+
+def make_tetris_runner(impl: str, num_envs: int) -> Runner | None:
+    """The runner of one of ``TETRIS_IMPLEMENTATIONS``, or ``None`` (tetris-gymnasium not installed)."""
+    if impl in TETRIS_VECSIM:
+        return tetris_runner(impl.split()[-1], num_envs)
+    if impl == TETRIS_GYMNASIUM:
+        return tetris_gymnasium_runner(num_envs)
+    raise ValueError(f"impl must be one of {TETRIS_IMPLEMENTATIONS}, but got impl={impl!r}")
+
+
+def measure_tetris(impl: str, num_envs: int, seconds: float = 1.0, repeats: int = 3) -> float | None:
+    """Steps (placement decisions in drop and reach mode) per second of a Tetris implementation,
+    or ``None`` where it is not installed."""
+    runner = make_tetris_runner(impl, num_envs)
     if runner is None:
         return None
     with runner:

@@ -3,12 +3,14 @@
 ``vecsim demo`` runs every game with random actions through ``gymnasium.make_vec``, prints
 its throughput and writes a PNG of rendered frames. ``vecsim bench`` measures steps per
 second against Gymnasium (and EnvPool when installed) with the functions of
-``vecsim.bench``, which the asv suite in ``asv_bench/`` uses too.
+``vecsim.bench``, which the asv suite in ``asv_bench/`` uses too; Tetris-v0 gets its own
+table, per action mode, against tetris-gymnasium's JAX env when that is installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -103,17 +105,21 @@ def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):
     env = gymnasium.make_vec(game_id, num_envs, vectorization_mode="vector_entry_point")
     try:
         env.reset(seed=0)
-        actions = bench.action_batches(env.single_action_space, num_envs)
+        engine = env.unwrapped.engine
+        if engine.game.module.HAS_ACTION_MASK and engine.n_mask:  # Tetris: legal actions only
+            choose = bench.LegalActions(engine.masks)
+        else:
+            batches = bench.action_batches(env.single_action_space, num_envs)
+            choose = itertools.cycle(batches).__next__
         steps = episodes = 0
         start = time.perf_counter()
         while True:
-            _, _, terminations, truncations, _ = env.step(actions[steps % len(actions)])
+            _, _, terminations, truncations, _ = env.step(choose())
             episodes += int(np.count_nonzero(terminations | truncations))
             steps += 1
             elapsed = time.perf_counter() - start
             if elapsed >= seconds:
                 break
-        engine = env.unwrapped.engine
         picks = np.unique(np.linspace(0, num_envs - 1, min(n_frames, num_envs)).astype(int))
         frames = [(int(i), engine.render_rgb(int(i))) for i in picks]
     finally:
@@ -175,10 +181,58 @@ def _ratio(ours, theirs) -> str:
     return f"{ours / max(theirs):.1f}x"
 
 
+#: Columns of the Tetris table of ``vecsim bench``.
+TETRIS_HEADER = ["game", "num_envs", "primitive steps/s", "drop decisions/s", "reach decisions/s",
+                 "tetris-gymnasium jax steps/s", "x primitive vs jax"]
+
+
+def _tetris_key(impl: str, n: int, game_id: str):
+    return game_id, n, impl, (None if impl == bench.TETRIS_GYMNASIUM else "float64")
+
+
+def _print_tetris(tetris: list[str], args, results: dict, with_peer: bool) -> None:
+    rows = []
+    for game_id in tetris:
+        for n in args.num_envs:
+            ours = [results[_tetris_key(impl, n, game_id)] for impl in bench.TETRIS_VECSIM]
+            peer = results[_tetris_key(bench.TETRIS_GYMNASIUM, n, game_id)] if with_peer else None
+            rows.append([_short(game_id), n] + [bench.format_rate(v) for v in ours]
+                        + [bench.format_rate(peer) if with_peer else "not installed",
+                           _ratio(ours[0], [peer] if peer else [])])
+    print(bench.format_table(TETRIS_HEADER, rows))
+    print(f"\nTetris-v0: vecsim Engine.step (NEXT_STEP autoreset, float64: --precision applies to the other games), "
+          f"guideline rules (SRS, 7-bag, hold, queue 5); "
+          f"best of {args.repeats} repeats in about {args.seconds:g} s per cell; a step of N envs counts N.\n"
+          f"primitive = one input per step, random in [0, 8); drop and reach = one placement decision per step, a "
+          f"random legal action (argmax of random keys x action mask, chosen inside the timed step).\n"
+          f"tetris-gymnasium jax = tetris_fn.step under jax.jit(jax.vmap(...)) on CPU, random inputs in [0, 7), "
+          f"each step blocked on (block_until_ready), compile excluded; no hold, no autoreset "
+          f"(a finished game stays as it is).\n"
+          f"x primitive vs jax = vecsim primitive / tetris-gymnasium jax at the same num_envs.")
+    if not with_peer:
+        print("tetris-gymnasium: not installed (it needs the tetris-gymnasium and jax packages), left out.")
+
+
+def _tetris_versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in ("tetris-gymnasium", "jax", "jaxlib"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
 def cmd_bench(args) -> int:
     games = _game_list(args.games)
+    # Tetris-v0 has its own table: steps/s per action mode, against tetris-gymnasium's JAX env.
+    tetris = [g for g in games if bench.is_tetris(g)]
+    games = [g for g in games if g not in tetris]
     precisions = list(dict.fromkeys(args.precision))
     with_envpool = bench.envpool_available()
+    with_peer = bool(tetris) and bench.tetris_gymnasium_available()
     baselines = [bench.GYM_VECTOR, bench.GYM_SYNC] + ([bench.ENVPOOL] if with_envpool else [])
     tasks = []
     for game_id in games:
@@ -186,46 +240,65 @@ def cmd_bench(args) -> int:
             for precision in precisions:
                 tasks += [(game_id, n, bench.VECSIM_STEP, precision), (game_id, n, bench.VECSIM_NO_RESET, precision)]
             tasks += [(game_id, n, impl, None) for impl in baselines]
-    progress = Progress(len(games) * len(precisions) + len(tasks), enabled=not args.no_progress)
+    tetris_impls = list(bench.TETRIS_VECSIM) + ([bench.TETRIS_GYMNASIUM] if with_peer else [])
+    tetris_tasks = [(game_id, n, impl) for game_id in tetris for n in args.num_envs for impl in tetris_impls]
+    progress = Progress(len(games) * len(precisions) + len(tasks) + len(tetris) + len(tetris_tasks),
+                        enabled=not args.no_progress)
     for game_id in games:
         for precision in precisions:
             progress.show(f"warming up {_short(game_id)} {precision}")
             _warmup_timed(game_id, precision)
             progress.advance()
+    for game_id in tetris:
+        progress.show(f"warming up {_short(game_id)}")
+        _warmup_timed(game_id)
+        progress.advance()
     results = {}
     for game_id, n, impl, precision in tasks:
         progress.show(f"{_short(game_id)} num_envs={n} {impl}" + (f" {precision}" if precision else ""))
         results[game_id, n, impl, precision] = bench.measure(impl, game_id, n, precision or "float64",
                                                              args.seconds, args.repeats)
         progress.advance()
+    for game_id, n, impl in tetris_tasks:
+        progress.show(f"{_short(game_id)} num_envs={n} {impl}")
+        results[_tetris_key(impl, n, game_id)] = bench.measure_tetris(impl, n, args.seconds, args.repeats)
+        progress.advance()
     progress.finish()
 
-    header = ["game", "num_envs", "precision", "vecsim step", "step_no_reset", "gym vector", "gym sync"]
-    header += ["envpool"] if with_envpool else []
-    header += ["x vs gymnasium"]
-    rows = []
-    for game_id in games:
-        for n in args.num_envs:
-            base = [results[game_id, n, impl, None] for impl in baselines]
-            gym = [v for v in base[:2] if v is not None]
-            for precision in precisions:
-                ours = results[game_id, n, bench.VECSIM_STEP, precision]
-                rows.append([_short(game_id), n, precision, bench.format_rate(ours),
-                             bench.format_rate(results[game_id, n, bench.VECSIM_NO_RESET, precision])]
-                            + [bench.format_rate(v) for v in base] + [_ratio(ours, gym)])
-    print(bench.format_table(header, rows))
-    print(f"\nenv steps per second (a step of N envs counts N), best of {args.repeats} repeats in about "
-          f"{args.seconds:g} s per cell; random actions.\n"
-          f"vecsim step = VecsimVectorEnv.step (copy=True); step_no_reset = Engine.step_no_reset + reset_envs; "
-          f"gym vector = Gymnasium's vector_entry_point env; gym sync = SyncVectorEnv (num_envs <= {bench.SYNC_MAX_ENVS}).\n"
-          f"x vs gymnasium = vecsim step / the fastest Gymnasium implementation at the same num_envs.")
-    if not with_envpool:
-        print("EnvPool: not installed, left out.")
+    if games:
+        header = ["game", "num_envs", "precision", "vecsim step", "step_no_reset", "gym vector", "gym sync"]
+        header += ["envpool"] if with_envpool else []
+        header += ["x vs gymnasium"]
+        rows = []
+        for game_id in games:
+            for n in args.num_envs:
+                base = [results[game_id, n, impl, None] for impl in baselines]
+                gym = [v for v in base[:2] if v is not None]
+                for precision in precisions:
+                    ours = results[game_id, n, bench.VECSIM_STEP, precision]
+                    rows.append([_short(game_id), n, precision, bench.format_rate(ours),
+                                 bench.format_rate(results[game_id, n, bench.VECSIM_NO_RESET, precision])]
+                                + [bench.format_rate(v) for v in base] + [_ratio(ours, gym)])
+        print(bench.format_table(header, rows))
+        print(f"\nenv steps per second (a step of N envs counts N), best of {args.repeats} repeats in about "
+              f"{args.seconds:g} s per cell; random actions.\n"
+              f"vecsim step = VecsimVectorEnv.step (copy=True); step_no_reset = Engine.step_no_reset + reset_envs; "
+              f"gym vector = Gymnasium's vector_entry_point env; "
+              f"gym sync = SyncVectorEnv (num_envs <= {bench.SYNC_MAX_ENVS}).\n"
+              f"x vs gymnasium = vecsim step / the fastest Gymnasium implementation at the same num_envs.")
+        if not with_envpool:
+            print("EnvPool: not installed, left out.")
+    if tetris:
+        if games:
+            print()
+        _print_tetris(tetris, args, results, with_peer)
     print(_machine_line())
     if args.json:
         record = {"machine": _machine(), "seconds": args.seconds, "repeats": args.repeats,
                   "results": [{"game": g, "num_envs": n, "impl": impl, "precision": p, "steps_per_s": v}
                               for (g, n, impl, p), v in results.items()]}
+        if tetris:
+            record["tetris_gymnasium"] = _tetris_versions()
         with open(args.json, "w") as f:
             json.dump(record, f, indent=1)
         print(f"results written to {args.json}")
@@ -284,7 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     demo.set_defaults(func=cmd_demo)
 
-    b = sub.add_parser("bench", help="steps/s of vecsim against Gymnasium (and EnvPool when installed)")
+    b = sub.add_parser("bench", help="steps/s of vecsim against Gymnasium (and EnvPool when installed); "
+                                     "Tetris-v0 per action mode against tetris-gymnasium's JAX env")
     b.add_argument("--games", nargs="+", help="game ids (default: every game)")
     b.add_argument("--num-envs", type=_positive_int, nargs="+", default=list(bench.NUM_ENVS),
                    help="batch sizes (default: %(default)s)")

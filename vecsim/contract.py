@@ -160,22 +160,28 @@ class GameSpec:
     def source_files(self) -> list[str]:
         """Source files whose text can change this game's compiled kernels.
 
-        Every ``.py`` file of the top-level package the game lives in (``games/``), or of the
-        folder of a top-level game module, and of ``planners/``: a game may call shared private helpers (``games/_exactmath.py``) or a
-        planner, and a changed callee must give a new kernel module.
+        For a game package (``games/tetris/``): every ``.py`` file in it. For a game module
+        (``games/cartpole.py``): the modules beside it, which it may import. In both cases the
+        top-level package's private helpers (``games/_exactmath.py``) and ``planners/``. A
+        changed callee must give a new kernel module; an unrelated game's edit must not.
         """
         import pathlib
 
         top = importlib.import_module(self.module.__name__.split(".")[0])
-        # A package: all of it. A top-level module: the modules beside it, which it may import.
-        roots = [pathlib.Path(p) for p in getattr(top, "__path__", [])]
+        top_dirs = [pathlib.Path(p) for p in getattr(top, "__path__", [])]
+        files: set[str] = set()
+        if hasattr(self.module, "__path__"):  # a package: all of it
+            for root in self.module.__path__:
+                files.update(str(f) for f in pathlib.Path(root).rglob("*.py"))
+        else:
+            files.update(str(f) for f in pathlib.Path(inspect.getfile(self.module)).parent.glob("*.py"))
+        for root in top_dirs:
+            files.update(str(f) for f in root.glob("_*.py"))
         try:
-            roots += [pathlib.Path(p) for p in importlib.import_module("planners").__path__]
+            for root in importlib.import_module("planners").__path__:
+                files.update(str(f) for f in pathlib.Path(root).rglob("*.py"))
         except ImportError:
             pass
-        files = {str(f) for root in roots for f in root.rglob("*.py")}
-        if not hasattr(top, "__path__"):
-            files.update(str(f) for f in pathlib.Path(inspect.getfile(top)).parent.glob("*.py"))
         files.add(inspect.getfile(self.module))
         return sorted(files)
 

@@ -27,7 +27,8 @@ Action Space
 Observation Space
     ``Dict`` of uint8 arrays: ``active`` (type, rotation, row, col), ``board`` (24, 10)
     occupancy, ``features`` (17: ten column heights, holes, bumpiness, row and column
-    transitions, cumulative wells, landing height and eroded cells of the last lock),
+    transitions, cumulative wells, landing height and eroded cells of the last lock, as
+    defined in ``SPEC.md``),
     ``hold`` (1,) with hold on, ``queue`` (q,) with q > 0. Pass ``flatten_obs=True`` to the
     vector env for the flat (N, obs_dim) uint8 array (Gymnasium's ``flatten`` order).
 Rewards
@@ -51,7 +52,9 @@ from games.tetris.rules import (
     LINE_SCORES, N_FEATURES, QUEUE_SLOTS, advance, blocked, board_features, clear_board, do_hold, draw_piece,
     drop_legal, drop_row, hold_target, lock, spawn,
 )
-from planners.tetris import HOLD, NOOP, apply_input, plan
+# A module alias, not ``from ... import``: planners.tetris imports this package's rules, and
+# the names are looked up when the kernels compile, after both modules finished importing.
+import planners.tetris as _planner  # noqa: E402
 from vecsim.contract import discrete_ok, param
 from vecsim.jit import exact
 
@@ -115,8 +118,8 @@ class State(NamedTuple):
     bag_pos: np.ndarray  # (N,) int8 pieces taken from the bag (7: empty)
     feat: np.ndarray  # (N, 17) int16 board features (exact; the observation saturates at 255)
     cost: np.ndarray  # (N, A) int16 reach mode: steps to lock at each pose, -1 if not (A = 0 otherwise)
-    plan_dist: np.ndarray  # (N, 960) int16 planner scratch (reach mode only)
-    plan_queue: np.ndarray  # (N, 960) int16 planner scratch
+    plan_bits: np.ndarray  # (N, 520) int16 planner scratch: pose sets (reach mode only)
+    plan_rows: np.ndarray  # (N, 2) int64 planner scratch: rows of the next frontier
     plan_live_parent: np.ndarray  # (N, A) int16 planner: parent of each live pose
     plan_live_input: np.ndarray  # (N, A) int8 planner: input that reached each live pose
     plan_lock_parent: np.ndarray  # (N, A) int16 planner: live pose each lock pose locks from
@@ -174,14 +177,14 @@ def allocate_state(num_envs: int, float_dtype, params=None) -> State:
     p = params if params is not None else Params()
     n = num_envs
     a = n_actions(p) if _mode(p) == REACH else 0
-    scratch = N_POSES if _mode(p) == REACH else 0
+    reach = _mode(p) == REACH
     state = State(
         cells=np.zeros((n, H, W), np.uint8), rows=np.zeros((n, H), np.uint16), piece=np.zeros(n, np.int8),
         rot=np.zeros(n, np.int8), y=np.zeros(n, np.int16), x=np.zeros(n, np.int16),
         queue=np.zeros((n, QUEUE_SLOTS), np.int8), hold=np.full(n, NONE, np.int8), can_hold=np.ones(n, np.bool_),
         bag=np.zeros((n, 7), np.int8), bag_pos=np.full(n, 7, np.int8), feat=np.zeros((n, N_FEATURES), np.int16),
-        cost=np.full((n, a), -1, np.int16), plan_dist=np.zeros((n, scratch), np.int16),
-        plan_queue=np.zeros((n, scratch), np.int16), plan_live_parent=np.zeros((n, a), np.int16),
+        cost=np.full((n, a), -1, np.int16), plan_bits=np.zeros((n, _planner.SCRATCH if reach else 0), np.int16),
+        plan_rows=np.zeros((n, 2 if reach else 0), np.int64), plan_live_parent=np.zeros((n, a), np.int16),
         plan_live_input=np.zeros((n, a), np.int8), plan_lock_parent=np.zeros((n, a), np.int16),
         plan_lock_input=np.zeros((n, a), np.int8),
         scratch_rows=np.zeros((n, H), np.uint16), scratch_feat=np.zeros((n, N_FEATURES), np.int16),
@@ -276,15 +279,15 @@ def step_env(s, p, i, actions, events, rng):
     mode = np.int64(param(p.action_mode, i))
     use_bag = param(p.randomizer, i) > 0
     if mode == PRIMITIVE:
-        if a == HOLD:
+        if a == _planner.HOLD:
             if _can_hold(s, p, i):
                 events[i, EV_HOLDS] = 1
                 return 0.0, not do_hold(s, i, rng, use_bag)
-            a = NOOP
+            a = _planner.NOOP
         t = np.int64(s.piece[i])
         kicks = 5 if param(p.rotation, i) > 0 else 1
         gravity = np.int64(param(p.gravity, i))
-        r, y, x, locked = apply_input(s.rows, i, t, np.int64(s.rot[i]), np.int64(s.y[i]), np.int64(s.x[i]), a,
+        r, y, x, locked = _planner.apply_input(s.rows, i, t, np.int64(s.rot[i]), np.int64(s.y[i]), np.int64(s.x[i]), a,
                                       gravity, kicks)
         s.rot[i] = r
         s.y[i] = y
@@ -352,7 +355,7 @@ def write_mask(s, p, i, masks):
     if mode == PRIMITIVE:
         for k in range(N_PRIMITIVE - 1):
             masks[i, k] = True
-        masks[i, HOLD] = hold_ok
+        masks[i, _planner.HOLD] = hold_ok
         return
     with_hold = param(p.hold, i) > 0
     if mode == DROP:
@@ -372,7 +375,7 @@ def write_mask(s, p, i, masks):
         base = h * N_POSES
         if h == 0 or hold_ok:
             t = np.int64(s.piece[i]) if h == 0 else hold_target(s, i)
-            plan(s.rows, i, t, gravity, kicks, base, h, s.cost, s.plan_dist, s.plan_queue, s.plan_live_parent,
+            _planner.plan(s.rows, i, t, gravity, kicks, base, h, s.cost, s.plan_bits, s.plan_rows, s.plan_live_parent,
                  s.plan_live_input, s.plan_lock_parent, s.plan_lock_input)
         else:
             for k in range(N_POSES):
@@ -382,3 +385,12 @@ def write_mask(s, p, i, masks):
 
 
 from games.tetris.render import render_rgb, render_text  # noqa: E402
+
+
+def __getattr__(name):
+    # The collector preset imports vecsim's collector: loaded on first use, not with the rules.
+    if name == "BatchedTetrisCollector":
+        from games.tetris.collector import BatchedTetrisCollector
+
+        return BatchedTetrisCollector
+    raise AttributeError(f"module 'games.tetris' has no attribute {name!r}")

@@ -1,0 +1,166 @@
+"""Tetris-v0 per action mode: stepping speed, memory, the legal-action choice and Dellacherie's policy.
+
+``primitive`` steps take one random input in ``[0, 8)`` (drawn ahead of time); ``drop`` and
+``reach`` steps place one piece per env, a random legal placement chosen by
+``bench.LegalActions`` (an argmax of random keys times the action mask, into preallocated
+buffers) inside the timed step, so their steps/s are placement decisions per second. Every
+step is ``Engine.step`` (NEXT_STEP autoreset). The kernels are compiled (or loaded from the
+cache) in ``setup``, never inside a timed call.
+
+``SpeedupVsTetrisGymnasium`` runs only where tetris-gymnasium and JAX are installed (they are
+no dependency of vecsim), and ``Dellacherie`` only where ``games.tetris.agent`` exists.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# vecsim through common: it makes the checkout importable where asv installed nothing.
+from .common import bench, vecsim
+
+try:
+    from games.tetris.agent import dellacherie_actions
+except ImportError:
+    dellacherie_actions = None
+
+GAME = bench.full_id(bench.TETRIS_ID)
+MODES = bench.TETRIS_MODES
+PLACEMENT_MODES = ("drop", "reach")
+#: A small batch and a large one (Tetris's ``PARALLEL_MIN_ENVS`` is 16: both run the parallel
+#: kernel on a machine with more than one core).
+NUM_ENVS = (16, 4096)
+
+
+class _Tetris:
+    # A reach step of 4096 envs can take a tenth of a second or more on a small machine, and a cold cache
+    # compiles the Tetris kernels (tens of seconds) in setup.
+    timeout = 600.0
+
+    def _close(self, *names):
+        # asv runs teardown after a setup that skipped (NotImplementedError): close what exists.
+        for name in names:
+            obj = getattr(self, name, None)
+            if obj is not None:
+                obj.close()
+
+
+class TetrisStep(_Tetris):
+    """``Engine.step`` per action mode; steps/s are placement decisions/s in drop and reach mode."""
+
+    params = (MODES, NUM_ENVS)
+    param_names = ("action_mode", "num_envs")
+
+    def setup(self, action_mode, num_envs):
+        vecsim.warmup(GAME)
+        self.runner = bench.tetris_runner(action_mode, num_envs)
+        self.runner.step()
+
+    def teardown(self, action_mode, num_envs):
+        self._close("runner")
+
+    def time_step(self, action_mode, num_envs):
+        self.runner.step()
+
+    def peakmem_step(self, action_mode, num_envs):
+        for _ in range(3):
+            self.runner.step()
+
+    def track_steps_per_second(self, action_mode, num_envs):
+        return bench.steps_per_second(self.runner.step, num_envs, seconds=0.5)
+
+    track_steps_per_second.unit = "steps/s"
+
+
+class TetrisLegalActions(_Tetris):
+    """The benchmark's own action choice alone (``bench.LegalActions``): its share of ``time_step``."""
+
+    params = (PLACEMENT_MODES, NUM_ENVS)
+    param_names = ("action_mode", "num_envs")
+
+    def setup(self, action_mode, num_envs):
+        vecsim.warmup(GAME)
+        self.engine = vecsim.make(GAME, num_envs, action_mode=action_mode)
+        self.engine.reset(seed=0)
+        self.choose = bench.LegalActions(self.engine.masks)
+        self.choose()  # first touch of its buffers
+
+    def teardown(self, action_mode, num_envs):
+        self._close("engine")
+
+    def time_legal_actions(self, action_mode, num_envs):
+        self.choose()
+
+
+class SpeedupVsTetrisGymnasium(_Tetris):
+    """vecsim primitive steps/s over tetris-gymnasium's ``jax.jit(jax.vmap(step))`` on CPU.
+
+    Both with random inputs, both measured in one process, so the ratio moves less with the
+    machine than a raw speed. Skipped where tetris-gymnasium or JAX is not installed.
+    """
+
+    params = (NUM_ENVS,)
+    param_names = ("num_envs",)
+
+    def setup(self, num_envs):
+        if not bench.tetris_gymnasium_available():
+            raise NotImplementedError("tetris-gymnasium and jax are not installed")
+        vecsim.warmup(GAME)
+        self.theirs = bench.tetris_gymnasium_runner(num_envs)
+        self.ours = bench.tetris_runner("primitive", num_envs)
+
+    def teardown(self, num_envs):
+        self._close("ours", "theirs")
+
+    def track_x_vs_tetris_gymnasium(self, num_envs):
+        ours = bench.steps_per_second(self.ours.step, num_envs, seconds=0.5)
+        theirs = bench.steps_per_second(self.theirs.step, num_envs, seconds=0.5)
+        return ours / theirs
+
+    track_x_vs_tetris_gymnasium.unit = "x"
+
+    def track_tetris_gymnasium_steps_per_second(self, num_envs):
+        return bench.steps_per_second(self.theirs.step, num_envs, seconds=0.5)
+
+    track_tetris_gymnasium_steps_per_second.unit = "steps/s"
+
+
+class Dellacherie(_Tetris):
+    """Dellacherie's policy (``games.tetris.agent.dellacherie_actions``) choosing every env's placement.
+
+    ``time_actions``: the policy alone (every legal placement rated on a scratch board);
+    ``time_actions_and_step`` and ``track_decisions_per_second``: the policy then
+    ``Engine.step``, the loop of an agent playing. Skipped where the agent module is missing.
+    """
+
+    params = (PLACEMENT_MODES, NUM_ENVS)
+    param_names = ("action_mode", "num_envs")
+
+    def setup(self, action_mode, num_envs):
+        if dellacherie_actions is None:
+            raise NotImplementedError("games.tetris.agent is not available")
+        vecsim.warmup(GAME)
+        self.engine = vecsim.make(GAME, num_envs, action_mode=action_mode)
+        self.engine.reset(seed=0)
+        self.actions = np.zeros(num_envs, dtype=np.int64)
+        self.play()  # compiles (or loads) the policy's kernel
+
+    def teardown(self, action_mode, num_envs):
+        self._close("engine")
+
+    def play(self):
+        self.engine.step(dellacherie_actions(self.engine, out=self.actions))
+
+    def time_actions(self, action_mode, num_envs):
+        dellacherie_actions(self.engine, out=self.actions)
+
+    def time_actions_and_step(self, action_mode, num_envs):
+        self.play()
+
+    def peakmem_actions_and_step(self, action_mode, num_envs):
+        for _ in range(3):
+            self.play()
+
+    def track_decisions_per_second(self, action_mode, num_envs):
+        return bench.steps_per_second(self.play, num_envs, seconds=0.5)
+
+    track_decisions_per_second.unit = "steps/s"

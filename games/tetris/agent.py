@@ -1,0 +1,493 @@
+"""Pierre Dellacherie's one-piece Tetris controller, as Numba kernels over the vecsim state.
+
+The evaluator
+-------------
+For every legal placement of the current piece (and, with hold, of the piece holding would
+bring), the afterstate is built on a scratch copy of the board (``State.scratch_rows``): the
+piece is written in, full rows are removed, and the placement is rated
+
+    rating = -1 * landing_height + 1 * eroded_piece_cells - 1 * row_transitions
+             - 1 * column_transitions - 4 * holes - 1 * cumulative_wells
+
+(Dellacherie's weights, as published by C. Fahey, 2003, and reported by Thiery & Scherrer,
+"Building controllers for Tetris", ICGA Journal 32(1), 2009). The placement with the highest
+rating is played.
+
+Definitions: Fahey's code of Dellacherie's evaluator, exactly
+-------------------------------------------------------------
+The features are those of the published code (Fahey's ``PierreDellacherieOnePiece2003``,
+whose definitions Thiery & Scherrer's ``mdptetris`` also uses: see its ``get_row_transitions``
+and ``get_well_sums_dellacherie``). They are computed from ``games.tetris.rules.board_features``
+(SPEC.md's observation features) run on the scratch afterstate (it writes
+``scratch_feat[i, :15]``), plus the corrections below. Heights count rows from the floor; the
+20 visible rows are Fahey's 20-row board (rows 0-3 of ours are the hidden spawn rows above it).
+
+``landing_height``
+    The height of the middle of the piece where it lands, before rows are removed:
+    ``(ymin + ymax) / 2`` with ``ymin``/``ymax`` the 1-based heights of its lowest and highest
+    cells (Fahey: ``0.5 * (YMin + YMax)``). SPEC's ``landing_height`` feature counts the rows
+    below the lowest cell, ``ymin - 1``; so ours is SPEC's ``+ 1 + (piece height - 1) / 2``.
+    (Thiery & Scherrer's ``landing_height_bottom + (height - 1) / 2`` differs by the constant 1,
+    which changes no decision.)
+``eroded_piece_cells``
+    Rows removed x cells of the piece in them: SPEC's ``eroded_cells``, the same.
+``row_transitions``
+    Empty/filled changes along every row of the board, the side walls filled, **an empty row
+    counting 2** (Fahey: ``2 * (boardHeight - pileHeight)`` plus the rows of the pile). SPEC's
+    ``row_transitions`` counts only the rows from the highest filled one down, so ours is
+    SPEC's ``+ 2 * (20 - pile_height)``, ``pile_height = max(column heights)`` after the
+    removal. The difference is not a constant: every row the pile grows by costs 2 row
+    transitions less than with SPEC's count (an empty row already counted 2), and every row
+    removed 2 more. (With the pile in the hidden rows, ``20 - pile_height`` goes negative:
+    the same formula continued, i.e. all 24 rows counted, minus the constant 8.)
+``column_transitions``
+    Changes along every column, the floor filled and the sky above the board empty. SPEC's
+    ``col_transitions`` does not count the sky; ours adds 1 per filled cell in the top row
+    (row 0), which only a piece kicked into the top hidden row can fill. Otherwise the same.
+``holes``
+    Empty cells with a filled cell above in the same column: SPEC's ``holes``, the same.
+``cumulative_wells``
+    Fahey's ``GetAllWellsForColumn``: for every cell whose left and right neighbours are
+    filled (walls count as filled), add the number of consecutive empty cells from that cell
+    downward (0 if the cell is filled). SPEC's ``cumulative_wells`` adds ``d(d+1)/2`` per
+    maximal vertical run of ``d`` well cells. The two agree when every run of well cells
+    ends on a filled cell; they differ when empty non-well cells lie under a well (Fahey's
+    value then also counts them, once per well cell above), so this one is computed here.
+
+With the pile inside the 20 visible rows, the rating equals Fahey's to the last bit. Ratings
+are kept as integers (twice the rating: the landing height is a multiple of 1/2), so equal
+ratings compare equal exactly.
+
+Tie-break
+---------
+Dellacherie's priority (Fahey's ``PrivateStrategyEvaluate``), adapted to our coordinates:
+among placements of equal rating, the one with the highest
+``100 * |dx| + (10 if dx < 0) - r`` is played, where ``dx`` is how many columns the piece's
+SRS box moved from its spawn column (``x - MIN_COL[t, r] - 3``) and ``r`` the rotation state
+(clockwise turns from spawn). That is: prefer placements far from the centre, then to the
+left, then with fewer rotations. (Fahey measures ``dx`` at his piece's rotation centre and
+counts orientations in his own rotation order, so among placements that also tie on ``dx``
+and ``r`` the choice can differ from his.) Any remaining tie goes to the first action in
+action order (the non-hold half first), so the policy is deterministic.
+
+API
+---
+``policy(s, p, i, rng) -> int64``
+    ``@exact`` per-env function (call it from kernels): the best legal action of env ``i`` in
+    drop mode (``rules.drop_legal``) or reach mode (``s.cost[i, a] >= 0``; the engine's
+    ``write_mask`` must have run since the last change of the state, as it does after every
+    reset and step), hold half included when holding is possible. It writes only
+    ``s.scratch_rows[i]`` and ``s.scratch_feat[i]`` and draws no random numbers (``rng`` is
+    unused: the policy is deterministic). Primitive mode, or no legal action: returns 0.
+``dellacherie_actions(engine, out=None) -> ndarray``
+    The policy's action for every env of a Tetris engine, as int64 ``(num_envs,)``.
+``play_games(num_games, seed=0, max_pieces=None, **env_kwargs) -> dict``
+    Whole games played by the policy in one parallel kernel.
+``afterstate_rating(engine, i, action, from_features=False) -> float``
+    The rating of one legal action of env ``i`` (for tests and inspection).
+
+Speed: ``rating2`` computes the six features bit-parallel over the columns from the top of
+the pile down, several times faster than running ``board_features`` (a loop over all 240
+cells) on every afterstate; ``rating2_from_features`` is that reuse of SPEC's feature code
+and the tests check the two agree (and agree with a cell-by-cell transcription of Fahey's
+code) on random boards. All kernels follow ``vecsim.jit``: no allocation, no NRT.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import prange
+
+from games.tetris import (
+    DROP, EV_INVALID, EV_LINES, EV_PIECES, N_DROP, Params, PRIMITIVE, REACH, State, step_env, write_mask,
+)
+from games.tetris.pieces import (
+    DROP_Y, FULL_ROW, H, HEIGHT, HIDDEN, MIN_COL, N_POSES, ROW_MASKS, SPAWN_BOX_COL, W,
+)
+from games.tetris.rules import F_COL_T, F_HOLES, F_ROW_T, board_features, drop_legal, drop_row, hold_target
+from vecsim.contract import param
+from vecsim.jit import EXACT_OPTIONS, exact
+
+#: Dellacherie's weights: landing height, eroded piece cells, row transitions, column
+#: transitions, holes, cumulative wells (integers: the kernels rate in exact integers).
+WEIGHTS = (-1, 1, -1, -1, -4, -1)
+_W_LAND, _W_ERODED, _W_ROW_T, _W_COL_T, _W_HOLES, _W_WELLS = WEIGHTS
+#: Fahey's board height: the rows below the hidden spawn rows.
+VISIBLE_ROWS = H - HIDDEN
+#: Number of filled cells of every 10-bit row (and of every piece row mask).
+POPCOUNT = np.array([bin(v).count("1") for v in range(1 << W)], dtype=np.int64)
+#: Transitions of every 11-bit pattern (a row between its walls, shifted and XORed).
+POPCOUNT11 = np.array([bin(v).count("1") for v in range(1 << (W + 1))], dtype=np.int64)
+#: Index of the lowest set bit of every 10-bit row (0 for 0).
+LOWEST_BIT = np.array([(v & -v).bit_length() - 1 if v else 0 for v in range(1 << W)], dtype=np.int64)
+#: Rating of "no legal action" (below every real rating).
+_NO_RATING = np.int64(-(1 << 62))
+_NO_PRIORITY = np.int64(-(1 << 62))
+
+
+# ------------------------------------------------------------------------------ kernels
+@exact
+def fahey_wells(rows, i):
+    """Fahey's cumulative wells of env ``i``'s board ``rows[i]`` (see the module docstring)."""
+    total = 0
+    for c in range(W):
+        run = 0  # empty cells from the current row down to the first filled one
+        for y in range(H - 1, -1, -1):
+            bits = np.int64(rows[i, y])
+            if (bits >> c) & 1:
+                run = 0
+            else:
+                run += 1
+            left = c == 0 or (bits >> (c - 1)) & 1
+            right = c == W - 1 or (bits >> (c + 1)) & 1
+            if left and right:
+                total += run
+    return total
+
+
+@exact
+def _place(s, i, t, r, y, x):
+    """Write the afterstate of locking ``t`` at ``(r, y, x)`` into ``s.scratch_rows[i]``.
+
+    Returns ``(lines, eroded_cells)``."""
+    rows = s.scratch_rows
+    for k in range(H):
+        rows[i, k] = s.rows[i, k]
+    h = HEIGHT[t, r]
+    for k in range(h):
+        rows[i, y + k] = np.int64(rows[i, y + k]) | (ROW_MASKS[t, r, k] << x)
+    lines = 0
+    piece_cells = 0
+    for k in range(h):
+        if np.int64(rows[i, y + k]) == FULL_ROW:
+            lines += 1
+            piece_cells += POPCOUNT[ROW_MASKS[t, r, k]]
+    if lines > 0:
+        dst = H - 1
+        for src in range(H - 1, -1, -1):
+            if np.int64(rows[i, src]) == FULL_ROW:
+                continue
+            rows[i, dst] = rows[i, src]
+            dst -= 1
+        while dst >= 0:
+            rows[i, dst] = 0
+            dst -= 1
+    return lines, lines * piece_cells
+
+
+@exact
+def _landing2(t, r, y):
+    """Twice Fahey's landing height: heights from the floor of the lowest and highest cells."""
+    return (H - (y + HEIGHT[t, r] - 1)) + (H - y)
+
+
+@exact
+def _combine(t, r, y, eroded, row_t, col_t, holes, wells):
+    """Twice the weighted sum of the six features."""
+    return (_W_LAND * _landing2(t, r, y)
+            + 2 * (_W_ERODED * eroded + _W_ROW_T * row_t + _W_COL_T * col_t + _W_HOLES * holes + _W_WELLS * wells))
+
+
+@exact
+def rating2_from_features(s, i, t, r, y, x):
+    """Twice Dellacherie's rating of locking ``t`` at ``(r, y, x)`` in env ``i``, computed
+    from SPEC's features (``rules.board_features`` on ``s.scratch_rows[i]``, written into
+    ``s.scratch_feat[i, :15]``) and the corrections of the module docstring. The reference
+    for ``rating2``, which computes the same number several times faster."""
+    lines, eroded = _place(s, i, t, r, y, x)
+    rows = s.scratch_rows
+    feat = s.scratch_feat
+    board_features(rows, i, feat)
+    pile = 0
+    for c in range(W):
+        pile = max(pile, np.int64(feat[i, c]))
+    row_t = np.int64(feat[i, F_ROW_T]) + 2 * (VISIBLE_ROWS - pile)
+    col_t = np.int64(feat[i, F_COL_T]) + POPCOUNT[np.int64(rows[i, 0])]
+    holes = np.int64(feat[i, F_HOLES])
+    wells = fahey_wells(rows, i)
+    return _combine(t, r, y, eroded, row_t, col_t, holes, wells)
+
+
+@exact
+def rating2(s, i, t, r, y, x):
+    """Twice Dellacherie's rating of locking piece ``t`` at anchor ``(r, y, x)`` on env ``i``'s
+    board (an integer). Builds the afterstate in ``s.scratch_rows[i]``; the env's own board is
+    only read. Bit-parallel over the columns, from the top of the pile down; equal to
+    ``rating2_from_features`` (tests/test_tetris_agent.py checks it on random boards)."""
+    lines, eroded = _place(s, i, t, r, y, x)
+    rows = s.scratch_rows
+    top = 0
+    while top < H and rows[i, top] == 0:
+        top += 1
+    # Fahey's 20-row board: each empty row above the pile has 2 row transitions.
+    row_t = 2 * (top - HIDDEN)
+    col_t = 0
+    holes = 0
+    wells = 0
+    prev = 0  # the sky above the board is empty
+    covered = 0  # columns with a filled cell above the current row
+    for y2 in range(top, H):
+        bits = np.int64(rows[i, y2])
+        walled = (bits << 1) | 1 | (1 << (W + 1))
+        row_t += POPCOUNT11[(walled ^ (walled >> 1)) & 0x7FF]
+        col_t += POPCOUNT[bits ^ prev]
+        empty = ~bits & FULL_ROW
+        holes += POPCOUNT[covered & empty]
+        covered |= bits
+        well = empty & ((bits << 1) | 1) & ((bits >> 1) | (1 << (W - 1)))
+        while well:
+            c = LOWEST_BIT[well]
+            well &= well - 1
+            k = y2
+            while k < H and not (np.int64(rows[i, k]) >> c) & 1:
+                wells += 1
+                k += 1
+        prev = bits
+    col_t += POPCOUNT[~prev & FULL_ROW]  # the filled floor
+    return _combine(t, r, y, eroded, row_t, col_t, holes, wells)
+
+
+@exact
+def priority(t, r, x):
+    """Dellacherie's tie-break priority of piece ``t`` in state ``r`` at anchor column ``x``."""
+    dx = x - MIN_COL[t, r] - SPAWN_BOX_COL
+    return 100 * abs(dx) + (10 if dx < 0 else 0) - r
+
+
+@exact
+def policy(s, p, i, rng):
+    """Dellacherie's action for env ``i`` (drop or reach mode; 0 in primitive mode or when no
+    action is legal). Writes only ``s.scratch_rows[i]`` and ``s.scratch_feat[i]``."""
+    mode = np.int64(param(p.action_mode, i))
+    if mode == PRIMITIVE:
+        return np.int64(0)
+    with_hold = param(p.hold, i) > 0
+    hold_ok = with_hold and s.can_hold[i]
+    best_a = np.int64(-1)
+    best_v = _NO_RATING
+    best_p = _NO_PRIORITY
+    halves = 2 if hold_ok else 1
+    for hh in range(halves):
+        t = np.int64(s.piece[i]) if hh == 0 else hold_target(s, i)
+        if mode == DROP:
+            for k in range(N_DROP):
+                r = k // W
+                x = k % W
+                if not drop_legal(s, i, t, r, x):
+                    continue
+                y = drop_row(s.rows, i, t, r, DROP_Y[t, r], x)
+                v = rating2(s, i, t, r, y, x)
+                pr = priority(t, r, x)
+                if v > best_v or (v == best_v and pr > best_p):
+                    best_a, best_v, best_p = hh * N_DROP + k, v, pr
+        else:
+            base = hh * N_POSES
+            for k in range(N_POSES):
+                if s.cost[i, base + k] < 0:
+                    continue
+                r = k // (H * W)
+                y = (k // W) % H
+                x = k % W
+                v = rating2(s, i, t, r, y, x)
+                pr = priority(t, r, x)
+                if v > best_v or (v == best_v and pr > best_p):
+                    best_a, best_v, best_p = base + k, v, pr
+    return best_a if best_a >= 0 else np.int64(0)
+
+
+def _params_builder(n_fields: int):
+    """An ``@exact`` function ``P -> Params(P[0], ..., P[n-1])`` (scalars for a 1-D ``P``,
+    per-env rows for a 2-D one), as the batched kernels build it."""
+    src = (f"def make_params(P):\n"
+           f"    return Params({', '.join(f'P[{k}]' for k in range(n_fields))})\n")
+    scope = {"Params": Params}
+    exec(src, scope)  # noqa: S102 (generated from a field count)
+    return exact(scope["make_params"])
+
+
+_make_params = _params_builder(len(Params._fields))
+_PARALLEL = dict(EXACT_OPTIONS, parallel=True)
+
+
+# The prange bodies pass the env index on as int64: a prange index is uint64 inside the
+# loop, and calling the per-env functions with it would compile them a second time.
+@numba.njit(**_PARALLEL)
+def _actions_kernel(state, P, rng, out):
+    for i in prange(out.shape[0]):
+        s = State(*state)
+        p = _make_params(P)
+        out[i] = policy(s, p, np.int64(i), rng)
+
+
+@exact
+def _play_game(s, p, g, rng, actions, events, masks, max_pieces):
+    """Play env ``g`` until it ends or has locked ``max_pieces`` pieces (0: no cap).
+
+    Returns ``(lines, pieces, terminated, invalid)``."""
+    pieces = 0
+    lines = 0
+    done = False
+    while not done and (max_pieces <= 0 or pieces < max_pieces):
+        actions[g] = policy(s, p, g, rng)
+        _, done = step_env(s, p, g, actions, events, rng)
+        if events[g, EV_INVALID] != 0:
+            return lines, pieces, done, True
+        pieces += events[g, EV_PIECES]
+        lines += events[g, EV_LINES]
+        if not done:
+            write_mask(s, p, g, masks)
+    return lines, pieces, done, False
+
+
+@numba.njit(**_PARALLEL)
+def _games_kernel(state, P, rng, actions, events, masks, max_pieces, lines, pieces, ended, invalid):
+    for g in prange(lines.shape[0]):
+        s = State(*state)
+        p = _make_params(P)
+        n_lines, n_pieces, done, bad = _play_game(s, p, np.int64(g), rng, actions, events, masks, max_pieces)
+        lines[g] = n_lines
+        pieces[g] = n_pieces
+        ended[g] = done
+        invalid[g] = bad
+
+
+@numba.njit(**EXACT_OPTIONS)
+def _rating_kernel(state, P, i, a, from_features):
+    s = State(*state)
+    p = _make_params(P)
+    half = N_DROP if np.int64(param(p.action_mode, i)) == DROP else N_POSES
+    hh = a // half
+    k = a % half
+    t = np.int64(s.piece[i]) if hh == 0 else hold_target(s, i)
+    if half == N_DROP:
+        r = k // W
+        x = k % W
+        y = drop_row(s.rows, i, t, r, DROP_Y[t, r], x)
+    else:
+        r = k // (H * W)
+        y = (k // W) % H
+        x = k % W
+    if from_features:
+        return rating2_from_features(s, i, t, r, y, x)
+    return rating2(s, i, t, r, y, x)
+
+
+# ------------------------------------------------------------------------------ Python API
+def _check_engine(engine) -> int:
+    """The action mode of a Tetris ``engine`` in drop or reach mode; raises otherwise."""
+    game = getattr(engine, "game", None)
+    module = getattr(game, "module", None)
+    if module is None or getattr(module, "ENV_ID", None) != "Tetris-v0":
+        raise ValueError(f"Dellacherie's policy needs a vecsim Tetris-v0 engine, but got {engine!r}")
+    engine._check_open()
+    mode = int(engine.params_scalar.action_mode)
+    if mode not in (DROP, REACH):
+        raise ValueError("Dellacherie's policy needs action_mode='drop' or 'reach', "
+                         "but the engine has action_mode='primitive'")
+    return mode
+
+
+def _params_array(engine) -> np.ndarray:
+    P = engine._P
+    if P.ndim not in (1, 2) or P.shape[0] != len(Params._fields):
+        raise ValueError(f"unexpected Tetris parameter array of shape {P.shape}")
+    return P
+
+
+def dellacherie_actions(engine, out=None) -> np.ndarray:
+    """Dellacherie's action for every env of a Tetris engine in drop or reach mode.
+
+    Parameters
+    ----------
+    engine : vecsim.Engine
+        A reset ``Tetris-v0`` engine with ``action_mode="drop"`` or ``"reach"`` (any rule
+        variant, hold included; per-env parameters are supported).
+    out : ndarray, optional
+        A C-contiguous int64 ``(num_envs,)`` array to write the actions into.
+
+    Returns
+    -------
+    ndarray of int64, shape (num_envs,)
+        Legal actions (``engine.masks[i, a]`` is True) for every env that is not finished;
+        ``out`` if given. Only the state's ``scratch_rows`` and ``scratch_feat`` change.
+    """
+    _check_engine(engine)
+    engine._check_started()
+    n = engine.num_envs
+    if out is None:
+        out = np.zeros(n, dtype=np.int64)
+    elif (not isinstance(out, np.ndarray) or out.dtype != np.int64 or out.shape != (n,)
+          or not out.flags.c_contiguous or not out.flags.writeable):
+        raise ValueError(f"out must be a writeable C-contiguous int64 array of shape ({n},)")
+    _actions_kernel(tuple(engine.state), _params_array(engine), engine.rng, out)
+    return out
+
+
+def afterstate_rating(engine, i: int, action: int, from_features: bool = False) -> float:
+    """Dellacherie's rating of playing ``action`` in env ``i`` of a Tetris engine (the action
+    must be legal there). ``from_features=True`` computes it from SPEC's features
+    (``rating2_from_features``) instead of the policy's fast path (``rating2``): the same
+    number. Writes only the scratch fields of the state."""
+    _check_engine(engine)
+    engine._check_started()
+    i = engine._env_index(i)
+    action = int(action)
+    if not (0 <= action < engine.masks.shape[1]) or not engine.masks[i, action]:
+        raise ValueError(f"action {action} is not legal in env {i}")
+    return _rating_kernel(tuple(engine.state), _params_array(engine), i, action, bool(from_features)) / 2.0
+
+
+def play_games(num_games: int, seed: int = 0, max_pieces: int | None = None, **env_kwargs) -> dict:
+    """Play ``num_games`` whole games with Dellacherie's policy, in one parallel kernel.
+
+    Game ``g`` is the game of env ``g`` of ``vecsim.make("vecsim/Tetris-v0", num_games,
+    **env_kwargs)`` reset with ``seed``: its pieces come from seed ``seed + g``, so results
+    do not depend on ``num_games`` or on threads. Each game runs until it is terminated (a
+    piece cannot spawn) or has locked ``max_pieces`` pieces.
+
+    Parameters
+    ----------
+    num_games : int
+    seed : int
+    max_pieces : int or None
+        Cap on the pieces locked per game (``None``: play every game to its end, which can
+        take very long: Dellacherie's policy clears hundreds of thousands of lines on average).
+    **env_kwargs
+        Tetris parameters; defaults ``preset="classic"``, ``action_mode="drop"``.
+
+    Returns
+    -------
+    dict
+        ``lines`` (int64, per game: rows removed), ``pieces`` (int64: pieces locked),
+        ``terminated`` (bool: the game ended; False where the cap stopped it), ``seed``,
+        ``max_pieces``.
+    """
+    import vecsim
+
+    if not isinstance(num_games, (int, np.integer)) or num_games < 1:
+        raise ValueError(f"num_games must be an int >= 1, but got num_games={num_games!r}")
+    if max_pieces is not None and (not isinstance(max_pieces, (int, np.integer)) or max_pieces < 1):
+        raise ValueError(f"max_pieces must be an int >= 1 or None, but got max_pieces={max_pieces!r}")
+    kwargs = dict(env_kwargs)
+    if "preset" not in kwargs:
+        kwargs["preset"] = "classic"
+    kwargs.setdefault("action_mode", "drop")
+    engine = vecsim.make("vecsim/Tetris-v0", int(num_games), **kwargs)
+    _check_engine(engine)
+    engine.reset(seed=seed)
+    n = engine.num_envs
+    lines = np.zeros(n, dtype=np.int64)
+    pieces = np.zeros(n, dtype=np.int64)
+    ended = np.zeros(n, dtype=np.bool_)
+    invalid = np.zeros(n, dtype=np.bool_)
+    actions = np.zeros(n, dtype=np.int64)
+    masks = np.zeros_like(engine.masks)
+    # Games differ in length by orders of magnitude: hand them to threads one at a time.
+    with numba.parallel_chunksize(1):
+        _games_kernel(tuple(engine.state), _params_array(engine), engine.rng, actions, engine.events, masks,
+                      0 if max_pieces is None else int(max_pieces), lines, pieces, ended, invalid)
+    engine.close()
+    if invalid.any():  # the policy only plays legal actions: a bug if this happens
+        raise RuntimeError(f"the policy played an illegal action in game {int(np.flatnonzero(invalid)[0])}")
+    return {"lines": lines, "pieces": pieces, "terminated": ended, "seed": seed, "max_pieces": max_pieces}
