@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+import vecsim
 from vecsim import bench
 
 
@@ -127,6 +128,38 @@ def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):
     return steps * num_envs / elapsed, episodes, frames
 
 
+def _run_agent(game_id: str, num_envs: int, seconds: float, n_frames: int):
+    """The game's own demo agent (its ``DEMO_AGENT``) playing for ``seconds``:
+    (label, steps/s, episodes finished, total reward, steps, frames)."""
+    import importlib
+
+    name, target, kwargs = vecsim.resolve(game_id).module.DEMO_AGENT
+    module_name, attr = target.split(":")
+    choose = getattr(importlib.import_module(module_name), attr)
+    engine = vecsim.make(game_id, num_envs, **kwargs)
+    try:
+        engine.reset(seed=0)
+        actions = engine.zero_actions()
+        choose(engine, out=actions)  # compile (or load) before timing
+        steps = episodes = 0
+        reward = 0.0
+        start = time.perf_counter()
+        while True:
+            choose(engine, out=actions)
+            engine.step(actions)
+            reward += float(engine.rewards.sum())
+            episodes += int(np.count_nonzero(engine.terminals | engine.truncations))
+            steps += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                break
+        picks = np.unique(np.linspace(0, num_envs - 1, min(n_frames, num_envs)).astype(int))
+        frames = [(int(i), engine.render_rgb(int(i))) for i in picks]
+    finally:
+        engine.close()
+    return name, steps * num_envs / elapsed, episodes, reward, steps * num_envs, frames
+
+
 def _save_frames(path: str, frames_by_game: dict) -> None:
     try:
         from matplotlib.figure import Figure  # no pyplot: the Agg canvas, no display needed
@@ -161,10 +194,23 @@ def cmd_demo(args) -> int:
         frames_by_game[game_id] = frames
         rows.append([_short(game_id), args.num_envs, bench.format_rate(rate), episodes, f"{compile_s[game_id]:.1f}"])
         progress.advance()
+    agent_lines = []
+    for game_id in games:
+        if not hasattr(vecsim.resolve(game_id).module, "DEMO_AGENT"):
+            continue
+        progress.show(f"{_short(game_id)}: its demo agent playing")
+        name, rate, episodes, reward, steps, frames = _run_agent(game_id, args.num_envs, args.seconds, args.frames)
+        label = f"{_short(game_id)} ({name})"
+        frames_by_game[label] = frames
+        rows.append([label, args.num_envs, bench.format_rate(rate), episodes, "-"])
+        agent_lines.append(f"{label}: the {name} agent chose every action; total reward {reward:g} over "
+                           f"{steps} steps ({reward / max(steps, 1):.3f} per step)")
     progress.show(f"writing {args.out}")
     _save_frames(args.out, frames_by_game)
     progress.finish()
     print(bench.format_table(["game", "num_envs", "steps/s", "episodes finished", "compile s"], rows))
+    for line in agent_lines:
+        print(line)
     jobs = min(args.jobs, len(games))
     print(f"\nrandom actions for {args.seconds:g} s per game through gymnasium.make_vec(..., "
           f'vectorization_mode="vector_entry_point").\n'
