@@ -28,7 +28,10 @@ from vecsim.contract import GameSpec
 _HERE = pathlib.Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "_batch_template.py"
 _COLLECT_TEMPLATE = _HERE / "_collect_template.py"
-_ENGINE_SOURCES = sorted(_HERE.glob("*.py"))  # every engine module a kernel may call into
+#: The engine modules a kernel's machine code depends on: the templates, this generator, and
+#: the jitted helpers kernels call (editing the CLI or the VectorEnv must not recompile games).
+_ENGINE_SOURCES = sorted(_HERE / name for name in (
+    "_batch_template.py", "_collect_template.py", "_codegen.py", "contract.py", "fastmath.py", "jit.py", "rng.py"))
 _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], object] = {}
 

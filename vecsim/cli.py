@@ -112,20 +112,35 @@ def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):
         else:
             batches = bench.action_batches(env.single_action_space, num_envs)
             choose = itertools.cycle(batches).__next__
-        steps = episodes = 0
-        start = time.perf_counter()
-        while True:
-            _, _, terminations, truncations, _ = env.step(choose())
-            episodes += int(np.count_nonzero(terminations | truncations))
-            steps += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                break
-        picks = np.unique(np.linspace(0, num_envs - 1, min(n_frames, num_envs)).astype(int))
-        frames = [(int(i), engine.render_rgb(int(i))) for i in picks]
+        def step():
+            _, rewards, terminations, truncations, _ = env.step(choose())
+            return rewards, terminations | truncations
+
+        steps, episodes, _, elapsed = _timed_play(step, seconds)
+        frames = _frames(engine, num_envs, n_frames)
     finally:
         env.close()
     return steps * num_envs / elapsed, episodes, frames
+
+
+def _timed_play(step, seconds: float):
+    """Call ``step() -> (rewards, done flags)`` for ``seconds``: (steps, episodes, reward, seconds)."""
+    steps = episodes = 0
+    reward = 0.0
+    start = time.perf_counter()
+    while True:
+        rewards, done = step()
+        reward += float(rewards.sum())
+        episodes += int(np.count_nonzero(done))
+        steps += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return steps, episodes, reward, elapsed
+
+
+def _frames(engine, num_envs: int, n_frames: int) -> list:
+    picks = np.unique(np.linspace(0, num_envs - 1, min(n_frames, num_envs)).astype(int))
+    return [(int(i), engine.render_rgb(int(i))) for i in picks]
 
 
 def _run_agent(game_id: str, num_envs: int, seconds: float, n_frames: int):
@@ -141,20 +156,13 @@ def _run_agent(game_id: str, num_envs: int, seconds: float, n_frames: int):
         engine.reset(seed=0)
         actions = engine.zero_actions()
         choose(engine, out=actions)  # compile (or load) before timing
-        steps = episodes = 0
-        reward = 0.0
-        start = time.perf_counter()
-        while True:
+        def step():
             choose(engine, out=actions)
-            engine.step(actions)
-            reward += float(engine.rewards.sum())
-            episodes += int(np.count_nonzero(engine.terminals | engine.truncations))
-            steps += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                break
-        picks = np.unique(np.linspace(0, num_envs - 1, min(n_frames, num_envs)).astype(int))
-        frames = [(int(i), engine.render_rgb(int(i))) for i in picks]
+            _, rewards, terminals, truncations = engine.step(actions)
+            return rewards, terminals | truncations
+
+        steps, episodes, reward, elapsed = _timed_play(step, seconds)
+        frames = _frames(engine, num_envs, n_frames)
     finally:
         engine.close()
     return name, steps * num_envs / elapsed, episodes, reward, steps * num_envs, frames
