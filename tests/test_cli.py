@@ -44,6 +44,10 @@ def test_demo_prints_a_row_per_game_and_writes_a_png(tmp_path):
         rows = table_rows(proc.stdout, game)
         assert len(rows) == 1, f"no single demo row for {game} in:\n{proc.stdout}"
         assert rows[0][1] == "64"
+        if hasattr(vecsim.resolve(game).module, "DEMO_AGENT"):
+            name = vecsim.resolve(game).module.DEMO_AGENT[0]
+            agent_rows = table_rows(proc.stdout, f"{game}:{name}")
+            assert len(agent_rows) == 1 and agent_rows[0][1] == "64", proc.stdout
     assert out.is_file()
     image = matplotlib.image.imread(out)
     assert image.ndim == 3 and image.shape[2] in (3, 4)

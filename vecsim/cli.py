@@ -208,11 +208,11 @@ def cmd_demo(args) -> int:
             continue
         progress.show(f"{_short(game_id)}: its demo agent playing")
         name, rate, episodes, reward, steps, frames = _run_agent(game_id, args.num_envs, args.seconds, args.frames)
-        label = f"{_short(game_id)} ({name})"
+        label = f"{_short(game_id)}:{name}"
         frames_by_game[label] = frames
         rows.append([label, args.num_envs, bench.format_rate(rate), episodes, "-"])
-        agent_lines.append(f"{label}: the {name} agent chose every action; total reward {reward:g} over "
-                           f"{steps} steps ({reward / max(steps, 1):.3f} per step)")
+        agent_lines.append(f"{label}: {_short(game_id)} played by its {name} agent, total reward {reward:g} over "
+                           f"{steps} env steps ({reward / max(steps, 1):.3f} per step)")
     progress.show(f"writing {args.out}")
     _save_frames(args.out, frames_by_game)
     progress.finish()
