@@ -781,3 +781,15 @@ def test_render_text_of_played_board():
             elif board_lines[y][x] != "@":
                 assert board_lines[y][x] == "."
     assert sum(line.count("@") for line in board_lines) == 4
+
+
+# -- vecsim.testing on every action mode (the registered default, drop, runs with every game) --
+@pytest.mark.slow
+@pytest.mark.parametrize("kwargs", [{"action_mode": "primitive"}, {"action_mode": "reach"},
+                                    {"action_mode": "drop", "preset": "classic", "invalid_action": "flag"}],
+                         ids=["primitive", "reach", "drop-classic-flag"])
+def test_checker_passes_every_action_mode(kwargs):
+    from vecsim.testing import check_engine, check_vector_env
+
+    check_vector_env("vecsim/Tetris-v0", num_envs=3, seed=11, steps=120, **kwargs)
+    check_engine("vecsim/Tetris-v0", num_envs=5, seed=13, steps=120, **kwargs)
