@@ -112,15 +112,20 @@ class _Slots:
             seeds=np.zeros(n, dtype=np.int64),
             action_masks=np.zeros((n, k, engine.n_mask), dtype=np.bool_) if engine.n_mask else None,
         )
+        # np.zeros maps zeroed pages lazily: a fresh set is already clear, and not filling it
+        # again keeps the padding's pages untouched (faster, and not resident in memory).
+        self._fresh = True
 
     def clear(self, first_job: int, seed: int) -> None:
         b = self.batch
-        for arr in (b.observations, b.actions, b.rewards, b.terminated, b.lengths):
-            arr.fill(0)
-        b.dones.fill(True)
-        if b.action_masks is not None:
-            b.action_masks.fill(False)
-        for arr in (b.log_probs, b.values):
+        if not self._fresh:
+            for arr in (b.observations, b.actions, b.rewards, b.terminated, b.lengths):
+                arr.fill(0)
+            b.dones.fill(True)
+            if b.action_masks is not None:
+                b.action_masks.fill(False)
+        self._fresh = False
+        for arr in (b.log_probs, b.values):  # created by the first step that returns them
             if arr is not None:
                 arr.fill(0)
         b.job_ids[:] = np.arange(first_job, first_job + self.n)
