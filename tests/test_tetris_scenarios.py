@@ -793,3 +793,42 @@ def test_checker_passes_every_action_mode(kwargs):
 
     check_vector_env("vecsim/Tetris-v0", num_envs=3, seed=11, steps=120, **kwargs)
     check_engine("vecsim/Tetris-v0", num_envs=5, seed=13, steps=120, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"preset": "classic"}, {"queue": 3, "hold": False}], ids=["guideline", "classic", "q3-nohold"])
+def test_flatten_observation_of_the_single_env_equals_the_flat_vector_obs(kwargs):
+    """DESIGN: FlattenObservation on the single env and the flat vector observation agree."""
+    import gymnasium
+    from gymnasium.wrappers import FlattenObservation
+
+    n, seed = 3, 21
+    vec = gymnasium.make_vec("vecsim/Tetris-v0", n, vectorization_mode="vector_entry_point", flatten_obs=True, **kwargs)
+    dict_vec = gymnasium.make_vec("vecsim/Tetris-v0", n, vectorization_mode="vector_entry_point", **kwargs)
+    singles = [FlattenObservation(gymnasium.make("vecsim/Tetris-v0", **kwargs)) for _ in range(n)]
+    obs, info = vec.reset(seed=seed)
+    dict_obs, _ = dict_vec.reset(seed=seed)
+    assert vec.single_observation_space == singles[0].observation_space
+    assert obs.dtype == np.uint8 and obs.shape == (n, singles[0].observation_space.shape[0])
+    rng = np.random.default_rng(0)
+    pending = [False] * n
+    for i, env in enumerate(singles):
+        single_obs, _ = env.reset(seed=seed + i)
+        np.testing.assert_array_equal(obs[i], single_obs)
+    ended = 0
+    for t in range(60):
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in info["action_mask"]])
+        obs, _, term, trunc, info = vec.step(actions)
+        dict_obs, *_ = dict_vec.step(actions)
+        for i, env in enumerate(singles):
+            if pending[i]:  # NEXT_STEP: the step after the end resets the env, ignoring the action
+                single_obs, _ = env.reset()
+                pending[i] = False
+            else:
+                single_obs, _, pending[i], _, _ = env.step(actions[i])
+            np.testing.assert_array_equal(obs[i], single_obs, err_msg=f"step {t}, env {i}")
+        # the Dict observation holds the same values, key by key in flatten order
+        flat_again = np.concatenate([dict_obs[k].reshape(n, -1) for k in dict_vec.single_observation_space.spaces],
+                                    axis=1)
+        np.testing.assert_array_equal(flat_again, obs)
+        ended += int(term.sum())
+    assert ended > 0, "no episode ended: the reset path was not compared"

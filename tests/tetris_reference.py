@@ -553,7 +553,7 @@ class ReferenceTetris:
     def _state_key(self):
         """Everything masks and costs depend on (they are cached on it: state is writable)."""
         return (self.board.tobytes(), self.piece, self.held, self.queue[0], self.can_hold, self.rot,
-                self.box_row, self.box_col)
+                self.box_row, self.box_col, self.terminated)
 
     def _compute_costs(self):
         n_half = 4 * H * W
@@ -577,6 +577,9 @@ class ReferenceTetris:
 
     def _compute_mask(self):
         m = np.zeros(self.n_actions, dtype=bool)
+        if self.terminated:  # SPEC: after game over every action is marked legal
+            m[:] = True
+            return m
         if self.action_mode == "primitive":
             m[:] = True
             m[HOLD] = self.can_hold_now()

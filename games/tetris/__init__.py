@@ -328,9 +328,10 @@ def step_env(s, p, i, actions, events, rng):
     return _lock_and_spawn(s, p, i, t, r, y, x, events, rng)
 
 
-# Inlined into the kernels: a call passes every State array by value, which cost more than the
-# work (measured serially: a random primitive step 262 -> 204 ns per env). Inlining step_env
-# the same way made the parallel kernel differ from the serial one (Numba 0.68), so it is not.
+# Inlined into the kernels: a call passes every State array by value, which costs more than
+# the work. Only functions without a return statement are inlined: with Numba 0.68, inlining
+# step_env or write_mask (early returns) into a prange body made the parallel kernel's results
+# differ from the serial kernel's (caught by vecsim.testing.check_engine).
 @exact(inline="always")
 def write_obs(s, p, i, obs):
     obs[i, 0] = s.piece[i]
@@ -353,9 +354,18 @@ def write_obs(s, p, i, obs):
         obs[i, o + k] = s.queue[i, k]
 
 
-@exact(inline="always")
+@exact
 def write_mask(s, p, i, masks):
     mode = np.int64(param(p.action_mode, i))
+    t0 = np.int64(s.piece[i])
+    if blocked(s.rows, i, t0, np.int64(s.rot[i]), np.int64(s.y[i]), np.int64(s.x[i])):
+        # Game over (the piece could not spawn): the next action only resets the env. All True,
+        # so that a masked policy (MaskablePPO) never sees a row without a legal action.
+        for a in range(masks.shape[1]):
+            masks[i, a] = True
+        for a in range(s.cost.shape[1]):
+            s.cost[i, a] = -1
+        return
     hold_ok = _can_hold(s, p, i)
     if mode == PRIMITIVE:
         for k in range(N_PRIMITIVE - 1):
