@@ -329,9 +329,9 @@ def step_env(s, p, i, actions, events, rng):
 
 
 # Inlined into the kernels: a call passes every State array by value, which costs more than
-# the work. Only functions without a return statement are inlined: with Numba 0.68, inlining
-# step_env or write_mask (early returns) into a prange body made the parallel kernel's results
-# differ from the serial kernel's (caught by vecsim.testing.check_engine).
+# the work. Only write_obs is: with Numba 0.68, inlining step_env or write_mask into a prange
+# body made the parallel kernel's results differ from the serial kernel's (caught by
+# vecsim.testing.check_engine's serial/parallel comparison), with or without early returns.
 @exact(inline="always")
 def write_obs(s, p, i, obs):
     obs[i, 0] = s.piece[i]
@@ -355,6 +355,36 @@ def write_obs(s, p, i, obs):
 
 
 @exact
+def _drop_mask(s, p, i, masks, hold_ok):
+    t = np.int64(s.piece[i])
+    for a in range(N_DROP):
+        masks[i, a] = drop_legal(s, i, t, a // W, a % W)
+    if param(p.hold, i) > 0:
+        t2 = hold_target(s, i)
+        hold_ok = hold_ok and not blocked(s.rows, i, t2, 0, SPAWN_Y[t2], SPAWN_X[t2])
+        for a in range(N_DROP):
+            masks[i, N_DROP + a] = hold_ok and drop_legal(s, i, t2, a // W, a % W)
+
+
+@exact
+def _reach_mask(s, p, i, masks, hold_ok):
+    kicks = 5 if param(p.rotation, i) > 0 else 1
+    gravity = np.int64(param(p.gravity, i))
+    halves = 2 if param(p.hold, i) > 0 else 1
+    for h in range(halves):
+        base = h * N_POSES
+        if h == 0 or hold_ok:
+            t = np.int64(s.piece[i]) if h == 0 else hold_target(s, i)
+            _planner.plan(s.rows, i, t, gravity, kicks, base, h, s.cost, s.plan_bits, s.plan_rows, s.plan_live_parent,
+                          s.plan_live_input, s.plan_lock_parent, s.plan_lock_input)
+        else:
+            for k in range(N_POSES):
+                s.cost[i, base + k] = -1
+        for k in range(N_POSES):
+            masks[i, base + k] = s.cost[i, base + k] >= 0
+
+
+@exact
 def write_mask(s, p, i, masks):
     mode = np.int64(param(p.action_mode, i))
     t0 = np.int64(s.piece[i])
@@ -365,38 +395,14 @@ def write_mask(s, p, i, masks):
             masks[i, a] = True
         for a in range(s.cost.shape[1]):
             s.cost[i, a] = -1
-        return
-    hold_ok = _can_hold(s, p, i)
-    if mode == PRIMITIVE:
+    elif mode == PRIMITIVE:
         for k in range(N_PRIMITIVE - 1):
             masks[i, k] = True
-        masks[i, _planner.HOLD] = hold_ok
-        return
-    with_hold = param(p.hold, i) > 0
-    if mode == DROP:
-        t = np.int64(s.piece[i])
-        for a in range(N_DROP):
-            masks[i, a] = drop_legal(s, i, t, a // W, a % W)
-        if with_hold:
-            t2 = hold_target(s, i)
-            hold_ok = hold_ok and not blocked(s.rows, i, t2, 0, SPAWN_Y[t2], SPAWN_X[t2])
-            for a in range(N_DROP):
-                masks[i, N_DROP + a] = hold_ok and drop_legal(s, i, t2, a // W, a % W)
-        return
-    kicks = 5 if param(p.rotation, i) > 0 else 1
-    gravity = np.int64(param(p.gravity, i))
-    halves = 2 if with_hold else 1
-    for h in range(halves):
-        base = h * N_POSES
-        if h == 0 or hold_ok:
-            t = np.int64(s.piece[i]) if h == 0 else hold_target(s, i)
-            _planner.plan(s.rows, i, t, gravity, kicks, base, h, s.cost, s.plan_bits, s.plan_rows, s.plan_live_parent,
-                 s.plan_live_input, s.plan_lock_parent, s.plan_lock_input)
-        else:
-            for k in range(N_POSES):
-                s.cost[i, base + k] = -1
-        for k in range(N_POSES):
-            masks[i, base + k] = s.cost[i, base + k] >= 0
+        masks[i, _planner.HOLD] = _can_hold(s, p, i)
+    elif mode == DROP:
+        _drop_mask(s, p, i, masks, _can_hold(s, p, i))
+    else:
+        _reach_mask(s, p, i, masks, _can_hold(s, p, i))
 
 
 from games.tetris.render import render_rgb, render_text  # noqa: E402
