@@ -40,12 +40,12 @@ def trajectory_hashes(parallel: bool) -> dict[str, str]:
             rng = np.random.default_rng(0)
             digest = hashlib.sha256(eng.reset(seed=7).tobytes())
             for t in range(STEPS):
+                if t == STEPS // 2:  # before drawing actions: a reset changes the legal ones
+                    eng.reset_envs(eng.terminals | eng.truncations)
                 actions = sample_actions(eng.single_action_space, NUM_ENVS, rng, mask=legal_actions(eng))
                 if t < STEPS // 2:
                     eng.step(actions)
                 else:
-                    if t == STEPS // 2:
-                        eng.reset_envs(eng.terminals | eng.truncations)
                     eng.step_no_reset(actions)
                 for arr in (eng.obs, eng.rewards, eng.terminals, eng.truncations):
                     digest.update(arr.tobytes())
