@@ -315,11 +315,30 @@ def plan(rows, i, t, gravity, kicks, base, extra, cost, bits, ymin_ymax, live_pa
     return found
 
 
+def path(engine, i: int, action: int) -> list[int]:
+    """The primitive inputs that lock env ``i``'s current piece at reach action ``action``.
+
+    ``engine`` is a Tetris engine in reach mode (``vecsim.make("Tetris-v0", n,
+    action_mode="reach")``); the action must be legal (``engine.masks[i, action]``). Played
+    with ``action_mode="primitive"`` from the same state, the inputs lock the piece there.
+    """
+    s = engine.state
+    if engine.game.name != "Tetris" or s.cost.shape[1] == 0:
+        raise ValueError(f"path needs a Tetris engine in reach mode, but got {engine!r}")
+    i = engine._env_index(i)
+    if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
+        raise TypeError(f"action must be an int, but got action={action!r}")
+    if not 0 <= action < s.cost.shape[1]:
+        raise ValueError(f"action must be in [0, {s.cost.shape[1]}), but got action={action}")
+    if s.cost[i, action] < 0:
+        raise ValueError(f"action {action} is not reachable for env {i} (its mask is False)")
+    return path_to(s.plan_live_parent, s.plan_live_input, s.plan_lock_parent, s.plan_lock_input, i, int(action))
+
+
 def path_to(live_parent, live_input, lock_parent, lock_input, i: int, action: int) -> list[int]:
     """The primitive inputs (``HOLD`` first for the hold half) that lock env ``i``'s piece at
     reach action ``action``, from the arrays ``plan`` filled. The pose must be reachable."""
     base = (action // N_POSES) * N_POSES
-    pose = action - base
     inputs = [int(lock_input[i, action])]
     pid = int(lock_parent[i, action])
     while live_parent[i, base + pid] >= 0:
@@ -328,5 +347,4 @@ def path_to(live_parent, live_input, lock_parent, lock_input, i: int, action: in
     if base:
         inputs.append(HOLD)
     inputs.reverse()
-    assert len(inputs) > 0 and pose >= 0
     return inputs

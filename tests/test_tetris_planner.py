@@ -504,3 +504,28 @@ def test_bfs_model_agrees_with_spec_examples():
     costs = bfs_costs(empty, O, 1, "srs")
     assert costs[(0 * H + 22) * W + 4] == 1
     assert all((a % (H * W)) // W == 22 for a in costs)
+
+
+def test_path_validates_its_arguments_and_replays():
+    import vecsim
+    from planners.tetris import HARD_DROP, path
+
+    eng = vecsim.make("vecsim/Tetris-v0", 2, action_mode="reach")
+    eng.reset(seed=4)
+    legal = int(np.flatnonzero(eng.masks[0])[0])
+    inputs = path(eng, 0, legal)
+    assert len(inputs) == eng.state.cost[0, legal] and inputs[-1] in range(8)
+    spawn_drop = path(eng, 0, int(np.argmin(np.where(eng.state.cost[0] >= 0, eng.state.cost[0], 99))))
+    assert spawn_drop == [HARD_DROP]
+    illegal = int(np.flatnonzero(~eng.masks[0])[0])
+    with pytest.raises(ValueError, match=f"action {illegal} is not reachable for env 0"):
+        path(eng, 0, illegal)
+    with pytest.raises(ValueError, match="action must be in"):
+        path(eng, 0, 5000)
+    with pytest.raises(TypeError, match="action must be an int"):
+        path(eng, 0, 1.5)
+    with pytest.raises(IndexError, match="env index 2"):
+        path(eng, 2, legal)
+    drop = vecsim.make("vecsim/Tetris-v0", 1, action_mode="drop")
+    with pytest.raises(ValueError, match="reach mode"):
+        path(drop, 0, 0)
