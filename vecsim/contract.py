@@ -12,7 +12,8 @@ A game is a module (small game) or package (large game) under ``games/`` that de
     constants, e.g. domain randomisation); games read a field with ``param(p.field, i)``.
 ``State``
     A ``NamedTuple`` of arrays whose leading axis is ``num_envs`` (structure of arrays), and
-    ``allocate_state(num_envs, float_dtype) -> State``.
+    ``allocate_state(num_envs, float_dtype, params) -> State`` (``params``: the scalar
+    ``Params``, for games whose array sizes depend on them).
 ``PHYSICAL_STATE``
     Names of the ``State`` fields that make up Gymnasium's ``env.unwrapped.state`` vector.
 ``OBS_ORDER``
@@ -61,6 +62,18 @@ Optionally:
     ``step_env_fast``). Put the library calls of a step here (``math.sin``...) and store their
     results in scratch ``State`` fields: a loop that calls libm never vectorises, and with the
     calls moved out the step loop does, bit for bit the same results.
+``prepare_params(given: dict) -> dict``
+    Turn user arguments into ``Params`` numbers before validation (named choices such as
+    ``action_mode="reach"``, presets).
+``enforce_mask(p, i) -> bool``
+    ``@njit``: whether an action outside env ``i``'s mask must be refused before the step
+    (the engine raises ``ValueError`` and nothing changes). Without it masks are advisory.
+``info_fields(params) -> dict``
+    Extra per-step outputs: info key -> ``State`` field with leading axis ``num_envs``; they
+    appear in the VectorEnv's ``info`` and in ``StepResult.extras``.
+``DEMO_AGENT``
+    ``(name, "module:function", engine kwargs)``: a batched agent ``function(engine, out=)``
+    that ``vecsim demo`` plays besides random actions.
 ``STEP_USES_RNG``
     ``False`` when ``step_env`` draws no random numbers and writes only env ``i``'s own state
     (default ``True``). Then, in NEXT_STEP autoreset, envs due for reset are stepped with the
