@@ -544,11 +544,15 @@ class ReferenceTetris:
 
     def costs(self):
         """int16 placement costs of reach actions (-1 illegal), for the current state."""
+        return self._cached("costs", self._compute_costs)
+
+    def _cached(self, name, compute):
+        """``compute()`` for the current state, recomputed only when the state changed."""
         key = self._state_key()
-        if self._costs_key != key:
-            self._costs_value = self._compute_costs()
-            self._costs_key = key
-        return self._costs_value.copy()
+        if getattr(self, f"_{name}_key") != key:
+            setattr(self, f"_{name}_value", compute())
+            setattr(self, f"_{name}_key", key)
+        return getattr(self, f"_{name}_value").copy()
 
     def _state_key(self):
         """Everything masks and costs depend on (they are cached on it: state is writable)."""
@@ -569,11 +573,7 @@ class ReferenceTetris:
     # ------------------------------------------------------------------ masks / obs
     def mask(self):
         """Legal actions (bool, one per action) of the current state."""
-        key = self._state_key()
-        if self._mask_key != key:
-            self._mask_value = self._compute_mask()
-            self._mask_key = key
-        return self._mask_value.copy()
+        return self._cached("mask", self._compute_mask)
 
     def _compute_mask(self):
         m = np.zeros(self.n_actions, dtype=bool)
