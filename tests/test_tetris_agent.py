@@ -123,8 +123,8 @@ def test_rating_matches_faheys_code_on_random_boards():
             r, x = divmod(int(a), W)
             y = drop_y(board, t, r, x)
             want = fahey_rating(board, t, r, y, x)
-            assert agent.afterstate_rating(eng, 0, a) == want, (t, r, x)
-            assert agent.afterstate_rating(eng, 0, a, from_features=True) == want, (t, r, x)
+            for method in agent.RATING_METHODS:
+                assert agent.afterstate_rating(eng, 0, a, method) == want, (t, r, x, method)
             checked += 1
     assert checked > 1000
 
@@ -138,21 +138,31 @@ def test_rating_in_reach_mode_matches_faheys_code():
         set_board(eng, 0, board.astype(np.uint8), piece=t)
         for a in np.flatnonzero(eng.masks[0]):
             r, y, x = int(a) // (H * W), (int(a) // W) % H, int(a) % W
-            assert agent.afterstate_rating(eng, 0, a) == fahey_rating(board, t, r, y, x)
+            want = fahey_rating(board, t, r, y, x)
+            for method in agent.RATING_METHODS:
+                assert agent.afterstate_rating(eng, 0, a, method) == want, (t, r, y, x, method)
 
 
 def test_policy_plays_the_argmax_with_dellacherie_tie_break():
+    """On low boards and on piles reaching into the hidden rows (where the drop rows are
+    partly blocked: the policy's own legality test on columns must agree with the mask)."""
     eng = make(1)
     rng = np.random.default_rng(3)
-    for _ in range(30):
-        board = random_board(rng)
+    played = 0
+    for n in range(120):
+        board = random_board(rng, max_height=12 if n < 30 else 23)
         t = int(rng.integers(7))
-        set_board(eng, 0, board.astype(np.uint8), piece=t)
+        try:
+            set_board(eng, 0, board.astype(np.uint8), piece=t)
+        except ValueError:  # the piece cannot spawn on this board
+            continue
+        played += 1
         legal = np.flatnonzero(eng.masks[0])
         keys = [(agent.afterstate_rating(eng, 0, a), fahey_priority(t, *divmod(int(a), W))) for a in legal]
         best = max(keys)
         want = int(legal[keys.index(best)])  # the first of equal keys, in action order
         assert agent.dellacherie_actions(eng)[0] == want
+    assert played > 60
 
 
 # ------------------------------------------------------------------ obvious placements
@@ -205,7 +215,7 @@ def test_actions_are_legal_and_touch_only_scratch(kw, engine_snapshot):
         assert acts is out
         after = engine_snapshot(eng)
         for name, old in before.items():
-            if name not in ("state.scratch_rows", "state.scratch_feat"):
+            if name != "state.scratch_cols":
                 np.testing.assert_array_equal(after[name], old, err_msg=name)
         live = ~eng.needs_reset
         assert eng.masks[np.arange(8), acts][live].all()
@@ -286,3 +296,25 @@ def test_errors():
     with pytest.raises(ValueError, match="not legal"):
         set_board(eng, 0, WELL_4, piece="I")
         agent.afterstate_rating(eng, 0, drop_action(0, 7))  # off the right edge
+
+
+@pytest.mark.parametrize("mode", ["drop", "reach"])
+def test_rating_methods_agree_on_tall_boards(mode):
+    """Piles reaching into the hidden rows, overhangs under the drop rows: the three
+    computations give the same rating, and the column drop the same landing row (the kernel
+    checks ``drop_row_cols`` against ``drop_row`` for every drop action it rates)."""
+    eng = make(1, preset="guideline", action_mode=mode, hold=False)
+    rng = np.random.default_rng(5)
+    checked = 0
+    for _ in range(25 if mode == "drop" else 12):
+        board = random_board(rng, max_height=23)
+        t = int(rng.integers(7))
+        try:
+            set_board(eng, 0, board.astype(np.uint8), piece=t)
+        except ValueError:  # the piece cannot spawn on this board
+            continue
+        for a in np.flatnonzero(eng.masks[0]):
+            got = {m: agent.afterstate_rating(eng, 0, a, m) for m in agent.RATING_METHODS}
+            assert len(set(got.values())) == 1, (t, int(a), got)
+            checked += 1
+    assert checked > 100 if mode == "drop" else checked > 50

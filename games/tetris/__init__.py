@@ -47,7 +47,9 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from games.tetris.pieces import DROP_Y, H, N_POSES, NONE, SPAWN_X, SPAWN_Y, W, pose_of  # noqa: F401 (pieces first)
+from games.tetris.pieces import (  # noqa: F401 (pieces first)
+    DROP_Y, H, HEIGHT, N_POSES, NONE, SPAWN_X, SPAWN_Y, W, WIDTH, pose_of,
+)
 from games.tetris.rules import (
     LINE_SCORES, N_FEATURES, QUEUE_SLOTS, advance, blocked, board_features, clear_board, do_hold, draw_piece,
     drop_legal, drop_row, hold_target, lock, spawn,
@@ -78,6 +80,7 @@ PRIMITIVE, DROP, REACH = 0, 1, 2
 ACTION_MODES = ("primitive", "drop", "reach")
 N_PRIMITIVE = 8
 N_DROP = 40
+SCRATCH_COLS = 96  # int64 words of State.scratch_cols per env
 CHOICES = {
     "action_mode": ACTION_MODES,
     "rotation": ("none", "srs"),
@@ -128,6 +131,7 @@ class State(NamedTuple):
     plan_lock_input: np.ndarray  # (N, A) int8 planner: input of that lock
     scratch_rows: np.ndarray  # (N, 24) uint16 scratch board for policies evaluating afterstates
     scratch_feat: np.ndarray  # (N, 17) int16 scratch features for policies
+    scratch_cols: np.ndarray  # (N, 96) int64 scratch for policies: column bitboards and their feature terms
 
 
 def _choice(name: str, value):
@@ -190,6 +194,7 @@ def allocate_state(num_envs: int, float_dtype, params=None) -> State:
         plan_live_input=np.zeros((n, a), np.int8), plan_lock_parent=np.zeros((n, a), np.int16),
         plan_lock_input=np.zeros((n, a), np.int8),
         scratch_rows=np.zeros((n, H), np.uint16), scratch_feat=np.zeros((n, N_FEATURES), np.int16),
+        scratch_cols=np.zeros((n, SCRATCH_COLS), np.int64),
     )
     return state
 
@@ -255,7 +260,7 @@ def reset_env(s, p, i, rng):
     s.feat[i, N_FEATURES - 1] = 0
 
 
-@exact
+@exact(inline="always")
 def _lock_and_spawn(s, p, i, t, r, y, x, events, rng):
     """Lock the piece, score it, bring the next piece; returns (reward, terminated)."""
     lines = lock(s, i, t, r, y, x)
@@ -268,7 +273,7 @@ def _lock_and_spawn(s, p, i, t, r, y, x, events, rng):
     return reward, not ok
 
 
-@exact
+@exact(inline="always")
 def _can_hold(s, p, i):
     return param(p.hold, i) > 0 and s.can_hold[i]
 
@@ -354,19 +359,39 @@ def write_obs(s, p, i, obs):
         obs[i, o + k] = s.queue[i, k]
 
 
-@exact
+@exact(inline="always")
+def _drop_half(s, i, masks, base, t, ok):
+    """The drop mask of piece ``t`` into ``masks[i, base:base + 40]`` (all False unless ``ok``).
+    Where the rows a state spans at its drop row are empty (the usual case), every column
+    that keeps the piece on the board is legal without testing each one."""
+    for r in range(4):
+        a0 = base + r * W
+        y0 = DROP_Y[t, r]
+        filled = 0
+        for k in range(HEIGHT[t, r]):
+            filled |= np.int64(s.rows[i, y0 + k])
+        if not ok:
+            for x in range(W):
+                masks[i, a0 + x] = False
+        elif filled == 0:
+            last = W - WIDTH[t, r]
+            for x in range(W):
+                masks[i, a0 + x] = x <= last
+        else:
+            for x in range(W):
+                masks[i, a0 + x] = drop_legal(s, i, t, r, x)
+
+
+@exact(inline="always")
 def _drop_mask(s, p, i, masks, hold_ok):
-    t = np.int64(s.piece[i])
-    for a in range(N_DROP):
-        masks[i, a] = drop_legal(s, i, t, a // W, a % W)
+    _drop_half(s, i, masks, 0, np.int64(s.piece[i]), True)
     if param(p.hold, i) > 0:
         t2 = hold_target(s, i)
         hold_ok = hold_ok and not blocked(s.rows, i, t2, 0, SPAWN_Y[t2], SPAWN_X[t2])
-        for a in range(N_DROP):
-            masks[i, N_DROP + a] = hold_ok and drop_legal(s, i, t2, a // W, a % W)
+        _drop_half(s, i, masks, N_DROP, t2, hold_ok)
 
 
-@exact
+@exact(inline="always")
 def _reach_mask(s, p, i, masks, hold_ok):
     kicks = 5 if param(p.rotation, i) > 0 else 1
     gravity = np.int64(param(p.gravity, i))

@@ -3,8 +3,8 @@
 The evaluator
 -------------
 For every legal placement of the current piece (and, with hold, of the piece holding would
-bring), the afterstate is built on a scratch copy of the board (``State.scratch_rows``): the
-piece is written in, full rows are removed, and the placement is rated
+bring), the afterstate is built: the piece is written in, full rows are removed, and the
+placement is rated
 
     rating = -1 * landing_height + 1 * eroded_piece_cells - 1 * row_transitions
              - 1 * column_transitions - 4 * holes - 1 * cumulative_wells
@@ -77,20 +77,33 @@ API
     drop mode (``rules.drop_legal``) or reach mode (``s.cost[i, a] >= 0``; the engine's
     ``write_mask`` must have run since the last change of the state, as it does after every
     reset and step), hold half included when holding is possible. It writes only
-    ``s.scratch_rows[i]`` and ``s.scratch_feat[i]`` and draws no random numbers (``rng`` is
-    unused: the policy is deterministic). Primitive mode, or no legal action: returns 0.
+    ``s.scratch_cols[i]`` and draws no random numbers (``rng`` is unused: the policy is
+    deterministic). Primitive mode, or no legal action: returns 0.
 ``dellacherie_actions(engine, out=None) -> ndarray``
     The policy's action for every env of a Tetris engine, as int64 ``(num_envs,)``.
 ``play_games(num_games, seed=0, max_pieces=None, **env_kwargs) -> dict``
     Whole games played by the policy in one parallel kernel.
-``afterstate_rating(engine, i, action, from_features=False) -> float``
+``afterstate_rating(engine, i, action, method="columns") -> float``
     The rating of one legal action of env ``i`` (for tests and inspection).
 
-Speed: ``rating2`` computes the six features bit-parallel over the columns from the top of
-the pile down, several times faster than running ``board_features`` (a loop over all 240
-cells) on every afterstate; ``rating2_from_features`` is that reuse of SPEC's feature code
-and the tests check the two agree (and agree with a cell-by-cell transcription of Fahey's
-code) on random boards. All kernels follow ``vecsim.jit``: no allocation, no NRT.
+Speed: three computations of the same rating, fastest first (the tests check all three
+against a cell-by-cell transcription of Fahey's code on random boards):
+
+``rating2_cols`` (the policy's)
+    Once per decision, ``load_columns`` turns the board into ten column bitboards and keeps
+    every column's feature terms; a placement that removes no row re-rates only the columns
+    it touches and their neighbours, every feature a ``popcount`` or trailing-zero count
+    (``games._bits``). A drop's landing row is found on the columns too
+    (``drop_row_cols``), and a rotation state whose drops equal an earlier state's
+    (``DUPLICATE_OF``: I, S, Z turned twice, O in any state) is skipped where the earlier
+    one is legal.
+``rating2``
+    The afterstate built on ``State.scratch_rows``, rated row by row from the top of the pile.
+``rating2_from_features``
+    SPEC's ``board_features`` (a pass over all 240 cells) on that afterstate, plus the
+    corrections above.
+
+All kernels follow ``vecsim.jit``: no allocation, no NRT.
 """
 
 from __future__ import annotations
@@ -102,8 +115,10 @@ from numba import prange
 from games.tetris import (
     DROP, EV_INVALID, EV_LINES, EV_PIECES, N_DROP, Params, PRIMITIVE, REACH, State, step_env, write_mask,
 )
+from games._bits import ctz, popcount
 from games.tetris.pieces import (
-    DROP_Y, FULL_ROW, H, HEIGHT, HIDDEN, MIN_COL, N_POSES, ROW_MASKS, SPAWN_BOX_COL, W,
+    CELLS, COL_BOTTOM, COL_MASKS, DROP_Y, FULL_ROW, H, HEIGHT, HIDDEN, MIN_COL, N_POSES, ROW_MASKS,
+    SPAWN_BOX_COL, W, WIDTH,
 )
 from games.tetris.rules import F_COL_T, F_HOLES, F_ROW_T, board_features, drop_legal, drop_row, hold_target
 from vecsim.contract import param
@@ -248,7 +263,207 @@ def rating2(s, i, t, r, y, x):
     return _combine(t, r, y, eroded, row_t, col_t, holes, wells)
 
 
+
+# ------------------------------------------------------------------ column bitboards
+# The policy's evaluator. ``load_columns`` turns env ``i``'s board into ten column bitboards
+# (bit ``y`` of column ``c`` is cell ``(y, c)``; bit ``H`` stands for the floor) and stores
+# each column's (and each pair of neighbouring columns') weighted feature terms. A placement
+# that removes no row changes at most four columns: ``rating2_cols`` then re-rates those
+# four, the five column pairs around them and the wells of six columns, straight-line code
+# with no loop over the board. A placement that removes rows is rated from scratch on its
+# compacted columns. Every feature is a popcount or trailing-zero count of a column:
+#   column transitions  popcount(col ^ (col >> 1 | floor)) + (row 0 filled: the sky)
+#   holes               cells from the column's top down, minus its filled cells
+#   row transitions     popcount(left ^ right) per pair of neighbouring columns, the walls
+#                       full columns; all 24 rows counted, minus the 4 empty hidden rows' 8
+#   Fahey's wells       per well cell (empty, both neighbours filled): the trailing zeros
+#                       of the column below it (the empty cells down to the next filled one)
+# The columns are kept padded with wall columns (all rows filled) at index 0 and 11-15, so a
+# piece's four columns and their neighbours are read without bounds tests: an unchanged
+# column's terms cancel, and a wall column has no wells.
+MASK24 = (1 << H) - 1
+_FLOOR = 1 << H
+_BOTTOM = 1 << (H - 1)
+_PAD = 16  # padded columns: index j holds column j - 1
+# State.scratch_cols[i] layout (SCRATCH_COLS = 96 int64 words).
+_K_CV = _PAD  # [16, 32): weighted column transitions and holes of padded column j
+_K_WV = 2 * _PAD  # [32, 48): weighted Fahey wells of padded column j
+_K_PV = 3 * _PAD  # [48, 64): weighted row transitions between padded columns j - 1 and j
+_K_TOTAL = 4 * _PAD  # 64: the board's sum of those terms over the ten columns and eleven pairs
+_K_NEW = _K_TOTAL + 1  # [65, 75): the columns of an afterstate that removes rows
+_K_REST = _K_NEW + W  # [75, 85): the total without the terms a piece at anchor column x can change
+
+
+def _duplicate_states() -> np.ndarray:
+    """(type, r): an earlier rotation state ``r0`` of the same cells, ``MIN_COL`` and a drop
+    row at most one above ``r``'s, or -1. Dropped at the same anchor column from their drop
+    rows, the two give the same afterstate whenever ``r0`` is legal (``r0`` passes through
+    ``r``'s drop pose, or ``r`` is not legal), and ``r0`` wins Dellacherie's tie-break
+    (``- r``): so ``r`` is never played where ``r0`` is legal."""
+    dup = np.full((7, 4), -1, dtype=np.int64)
+    for t in range(7):
+        for r in range(4):
+            for r0 in range(r):
+                if (sorted(map(tuple, CELLS[t, r])) == sorted(map(tuple, CELLS[t, r0]))
+                        and MIN_COL[t, r] == MIN_COL[t, r0] and 0 <= DROP_Y[t, r] - DROP_Y[t, r0] <= 1):
+                    dup[t, r] = r0
+                    break
+    return dup
+
+
+DUPLICATE_OF = _duplicate_states()
+#: (type, r, k) the drop-row bitmask of the piece's column k, and the shift that brings the
+#: row below its lowest cell to bit 0 (H + 1 for a column the piece does not cover: nothing).
+DROP_MASKS = COL_MASKS << DROP_Y[:, :, None]
+DROP_SHIFT = np.where(COL_MASKS != 0, DROP_Y[:, :, None] + COL_BOTTOM + 1, H + 1)
+
+
 @exact
+def _col_term(col):
+    """Weighted column transitions and holes of one column."""
+    trans = popcount((col ^ ((col >> 1) | _BOTTOM)) & MASK24) + (col & 1)
+    holes = 0
+    if col != 0:
+        holes = H - ctz(col) - popcount(col)
+    return _W_COL_T * trans + _W_HOLES * holes
+
+
+@exact
+def _wells_term(left, col, right):
+    """Weighted Fahey wells of column ``col`` between its neighbours (walls: ``MASK24``)."""
+    well = ~col & left & right & MASK24
+    below = col | _FLOOR
+    total = 0
+    while well != 0:
+        b = ctz(well)
+        well &= well - 1
+        total += ctz(below >> b)
+    return _W_WELLS * total
+
+
+@exact
+def _pair_term(left, right):
+    """Weighted row transitions between two neighbouring columns."""
+    return _W_ROW_T * popcount(left ^ right)
+
+
+@exact
+def _terms_total(sc, i, base):
+    """The weighted board terms of the ten columns ``sc[i, base:base + W]`` between walls."""
+    total = _W_ROW_T * (-2 * HIDDEN)
+    left = np.int64(MASK24)
+    for c in range(W):
+        col = sc[i, base + c]
+        right = sc[i, base + c + 1] if c + 1 < W else np.int64(MASK24)
+        total += _col_term(col) + _wells_term(left, col, right) + _pair_term(left, col)
+        left = col
+    return total + _pair_term(left, MASK24)
+
+
+@exact
+def load_columns(sc, rows, i):
+    """Padded column bitboards of env ``i``'s board ``rows[i]`` and their terms into ``sc[i]``
+    (``State.scratch_cols``). ``drop_legal_cols``, ``drop_row_cols`` and ``rating2_cols``
+    read them: call this after every change of the board."""
+    for j in range(_PAD):
+        sc[i, j] = MASK24 if j == 0 or j > W else 0
+    for y in range(H):
+        bits = np.int64(rows[i, y])
+        while bits != 0:
+            sc[i, 1 + ctz(bits)] |= np.int64(1) << y
+            bits &= bits - 1
+    for j in range(_PAD):
+        col = sc[i, j]
+        sc[i, _K_CV + j] = _col_term(col)
+        sc[i, _K_WV + j] = _wells_term(sc[i, j - 1], col, sc[i, j + 1]) if 0 < j < _PAD - 1 else 0
+        sc[i, _K_PV + j] = _pair_term(sc[i, j - 1], col) if j > 0 else 0
+    total = _W_ROW_T * (-2 * HIDDEN) + sc[i, _K_PV + W + 1]
+    for j in range(1, W + 1):
+        total += sc[i, _K_CV + j] + sc[i, _K_WV + j] + sc[i, _K_PV + j]
+    sc[i, _K_TOTAL] = total
+    for x in range(W):  # what rating2_cols re-rates for a piece whose first column is x
+        q = x + 1
+        rest = total
+        for j in range(q, q + 4):
+            rest -= sc[i, _K_CV + j]
+        for j in range(q, q + 5):
+            rest -= sc[i, _K_PV + j]
+        for j in range(q - 1, q + 5):
+            rest -= sc[i, _K_WV + j]
+        sc[i, _K_REST + x] = rest
+
+
+@exact(inline="always")
+def drop_legal_cols(sc, i, t, r, x):
+    """``rules.drop_legal`` on the padded columns: no cell of the piece at its drop row is
+    filled (the walls beside the board are)."""
+    q = x + 1
+    return ((sc[i, q] & DROP_MASKS[t, r, 0]) | (sc[i, q + 1] & DROP_MASKS[t, r, 1])
+            | (sc[i, q + 2] & DROP_MASKS[t, r, 2]) | (sc[i, q + 3] & DROP_MASKS[t, r, 3])) == 0
+
+
+@exact(inline="always")
+def drop_row_cols(sc, i, t, r, x):
+    """``rules.drop_row`` from the drop row, on the columns: each column of the piece falls
+    to the first filled cell below its lowest cell (the piece is legal at its drop row); the
+    piece stops at the column with the shortest fall."""
+    q = x + 1
+    f0 = ctz((sc[i, q] | _FLOOR) >> DROP_SHIFT[t, r, 0])
+    f1 = ctz((sc[i, q + 1] | _FLOOR) >> DROP_SHIFT[t, r, 1])
+    f2 = ctz((sc[i, q + 2] | _FLOOR) >> DROP_SHIFT[t, r, 2])
+    f3 = ctz((sc[i, q + 3] | _FLOOR) >> DROP_SHIFT[t, r, 3])
+    return DROP_Y[t, r] + min(min(f0, f1), min(f2, f3))
+
+
+@exact(inline="always")
+def rating2_cols(sc, rows, i, t, r, y, x):
+    """``rating2`` (twice Dellacherie's rating of locking ``t`` at ``(r, y, x)``) from the
+    columns ``load_columns`` left in ``sc[i]`` (``State.scratch_cols``) and the board's
+    ``rows``: the same integer, re-rating only what the piece changes. Writes only
+    ``sc[i, 65:75]``. (It takes the two arrays, not the ``State``: a call that passes the
+    whole state tuple copies every array's shape, strides and pointer onto the stack.)"""
+    full = np.int64(0)
+    piece_cells = 0
+    for k in range(HEIGHT[t, r]):
+        m = ROW_MASKS[t, r, k]
+        if (np.int64(rows[i, y + k]) | (m << x)) == FULL_ROW:
+            full |= np.int64(1) << (y + k)
+            piece_cells += POPCOUNT[m]
+    if full == 0:
+        q = x + 1  # padded index of the piece's first column
+        left2 = sc[i, q - 2] if q >= 2 else np.int64(MASK24)
+        left = sc[i, q - 1]
+        c0 = sc[i, q] | (COL_MASKS[t, r, 0] << y)
+        c1 = sc[i, q + 1] | (COL_MASKS[t, r, 1] << y)
+        c2 = sc[i, q + 2] | (COL_MASKS[t, r, 2] << y)
+        c3 = sc[i, q + 3] | (COL_MASKS[t, r, 3] << y)
+        right = sc[i, q + 4]
+        right2 = sc[i, q + 5]
+        v = (sc[i, _K_REST + x]
+             + _col_term(c0) + _col_term(c1) + _col_term(c2) + _col_term(c3)
+             + _pair_term(left, c0) + _pair_term(c0, c1) + _pair_term(c1, c2) + _pair_term(c2, c3)
+             + _pair_term(c3, right)
+             + _wells_term(left2, left, c0) + _wells_term(left, c0, c1) + _wells_term(c0, c1, c2)
+             + _wells_term(c1, c2, c3) + _wells_term(c2, c3, right) + _wells_term(c3, right, right2))
+        return _W_LAND * _landing2(t, r, y) + 2 * v
+    # Rows removed: compact every column (rows above a removed one move down) and rate anew.
+    for c in range(W):
+        col = sc[i, 1 + c]
+        k = c - x
+        if 0 <= k < 4:
+            col |= COL_MASKS[t, r, k] << y
+        f = full
+        while f != 0:  # the highest removed row first: the rows below it do not move
+            b = ctz(f)
+            f &= f - 1
+            above = (np.int64(1) << b) - 1
+            col = (col & ~(above | (np.int64(1) << b))) | ((col & above) << 1)
+        sc[i, _K_NEW + c] = col
+    v = _terms_total(sc, i, _K_NEW)
+    return _W_LAND * _landing2(t, r, y) + 2 * (_W_ERODED * popcount(full) * piece_cells + v)
+
+
+@exact(inline="always")
 def priority(t, r, x):
     """Dellacherie's tie-break priority of piece ``t`` in state ``r`` at anchor column ``x``."""
     dx = x - MIN_COL[t, r] - SPAWN_BOX_COL
@@ -258,7 +473,7 @@ def priority(t, r, x):
 @exact
 def policy(s, p, i, rng):
     """Dellacherie's action for env ``i`` (drop or reach mode; 0 in primitive mode or when no
-    action is legal). Writes only ``s.scratch_rows[i]`` and ``s.scratch_feat[i]``."""
+    action is legal). Writes only ``s.scratch_cols[i]``."""
     mode = np.int64(param(p.action_mode, i))
     if mode == PRIMITIVE:
         return np.int64(0)
@@ -268,16 +483,23 @@ def policy(s, p, i, rng):
     best_v = _NO_RATING
     best_p = _NO_PRIORITY
     halves = 2 if hold_ok else 1
+    sc = s.scratch_cols
+    load_columns(sc, s.rows, i)
     for hh in range(halves):
         t = np.int64(s.piece[i]) if hh == 0 else hold_target(s, i)
         if mode == DROP:
+            legal = np.int64(0)  # bit k: drop action k of this half is legal
             for k in range(N_DROP):
                 r = k // W
                 x = k % W
-                if not drop_legal(s, i, t, r, x):
+                if not drop_legal_cols(sc, i, t, r, x):
                     continue
-                y = drop_row(s.rows, i, t, r, DROP_Y[t, r], x)
-                v = rating2(s, i, t, r, y, x)
+                legal |= np.int64(1) << k
+                r0 = DUPLICATE_OF[t, r]
+                if r0 >= 0 and (legal >> (r0 * W + x)) & 1:
+                    continue  # the same afterstate as r0's, which wins the tie
+                y = drop_row_cols(sc, i, t, r, x)
+                v = rating2_cols(sc, s.rows, i, t, r, y, x)
                 pr = priority(t, r, x)
                 if v > best_v or (v == best_v and pr > best_p):
                     best_a, best_v, best_p = hh * N_DROP + k, v, pr
@@ -289,7 +511,7 @@ def policy(s, p, i, rng):
                 r = k // (H * W)
                 y = (k // W) % H
                 x = k % W
-                v = rating2(s, i, t, r, y, x)
+                v = rating2_cols(sc, s.rows, i, t, r, y, x)
                 pr = priority(t, r, x)
                 if v > best_v or (v == best_v and pr > best_p):
                     best_a, best_v, best_p = base + k, v, pr
@@ -352,25 +574,34 @@ def _games_kernel(state, P, rng, actions, events, masks, max_pieces, lines, piec
         invalid[g] = bad
 
 
+#: ``afterstate_rating`` methods: the policy's column evaluator, the row-by-row one, SPEC's features.
+RATING_METHODS = ("columns", "rows", "features")
+
+
 @numba.njit(**EXACT_OPTIONS)
-def _rating_kernel(state, P, i, a, from_features):
+def _rating_kernel(state, P, i, a, method):
     s = State(*state)
     p = _make_params(P)
     half = N_DROP if np.int64(param(p.action_mode, i)) == DROP else N_POSES
     hh = a // half
     k = a % half
     t = np.int64(s.piece[i]) if hh == 0 else hold_target(s, i)
+    load_columns(s.scratch_cols, s.rows, i)
     if half == N_DROP:
         r = k // W
         x = k % W
         y = drop_row(s.rows, i, t, r, DROP_Y[t, r], x)
+        if drop_row_cols(s.scratch_cols, i, t, r, x) != y:
+            return _NO_RATING  # never: the tests check it
     else:
         r = k // (H * W)
         y = (k // W) % H
         x = k % W
-    if from_features:
+    if method == 2:
         return rating2_from_features(s, i, t, r, y, x)
-    return rating2(s, i, t, r, y, x)
+    if method == 1:
+        return rating2(s, i, t, r, y, x)
+    return rating2_cols(s.scratch_cols, s.rows, i, t, r, y, x)
 
 
 # ------------------------------------------------------------------------------ Python API
@@ -424,18 +655,24 @@ def dellacherie_actions(engine, out=None) -> np.ndarray:
     return out
 
 
-def afterstate_rating(engine, i: int, action: int, from_features: bool = False) -> float:
+def afterstate_rating(engine, i: int, action: int, method: str = "columns") -> float:
     """Dellacherie's rating of playing ``action`` in env ``i`` of a Tetris engine (the action
-    must be legal there). ``from_features=True`` computes it from SPEC's features
-    (``rating2_from_features``) instead of the policy's fast path (``rating2``): the same
-    number. Writes only the scratch fields of the state."""
+    must be legal there), by one of three computations of the same number: ``"columns"``
+    (``rating2_cols``, what the policy uses), ``"rows"`` (``rating2``) or ``"features"``
+    (``rating2_from_features``: SPEC's features plus the corrections of the module
+    docstring). Writes only the scratch fields of the state."""
     _check_engine(engine)
     engine._check_started()
+    if method not in RATING_METHODS:
+        raise ValueError(f"method must be one of {RATING_METHODS}, but got method={method!r}")
     i = engine._env_index(i)
     action = int(action)
     if not (0 <= action < engine.masks.shape[1]) or not engine.masks[i, action]:
         raise ValueError(f"action {action} is not legal in env {i}")
-    return _rating_kernel(tuple(engine.state), _params_array(engine), i, action, bool(from_features)) / 2.0
+    rating = _rating_kernel(tuple(engine.state), _params_array(engine), i, action, RATING_METHODS.index(method))
+    if rating == _NO_RATING:
+        raise RuntimeError(f"drop_row_cols disagrees with drop_row for action {action} of env {i}")
+    return rating / 2.0
 
 
 def play_games(num_games: int, seed: int = 0, max_pieces: int | None = None, **env_kwargs) -> dict:

@@ -92,6 +92,22 @@ def _row_masks() -> np.ndarray:
 ROW_MASKS = _row_masks()
 
 
+
+def _column_masks() -> tuple[np.ndarray, np.ndarray]:
+    cols = np.zeros((N_TYPES, 4, 4), dtype=np.int64)
+    bottom = np.zeros((N_TYPES, 4, 4), dtype=np.int64)
+    for t in range(N_TYPES):
+        for r in range(4):
+            for dy, dx in CELLS[t, r]:
+                cols[t, r, dx] |= 1 << dy
+                bottom[t, r, dx] = max(bottom[t, r, dx], dy)
+    return cols, bottom
+
+
+#: (type, r, k) bitmask of the rows (relative to the anchor's y) filled in column x + k, and
+#: the lowest of them (every column of a tetromino is one vertical run of cells).
+COL_MASKS, COL_BOTTOM = _column_masks()
+
 def _kick_deltas() -> np.ndarray:
     """(type, r, direction, k, (dy, dx)): anchor moves of rotating with kick test k.
 

@@ -13,6 +13,7 @@ import numpy as np
 from games.tetris.pieces import (
     CELLS, DROP_Y, FULL_ROW, H, HEIGHT, KICK_COUNT, KICK_DELTAS, NONE, ROW_MASKS, SPAWN_X, SPAWN_Y, W, WIDTH,
 )
+from games._bits import ctz, popcount
 from vecsim.jit import exact
 from vecsim.rng import randint
 
@@ -38,6 +39,11 @@ def blocked(rows, i, t, r, y, x):
 @exact
 def drop_row(rows, i, t, r, y, x):
     """The anchor row where the piece comes to rest falling straight down from ``y``."""
+    top = max(y, 0)  # the first filled row from y down
+    while top < H and rows[i, top] == 0:
+        top += 1
+    # Rows y .. top - 1 are empty: the piece falls through them without a test.
+    y = max(y, top - HEIGHT[t, r])
     while not blocked(rows, i, t, r, y + 1, x):
         y += 1
     return y
@@ -78,7 +84,7 @@ def draw_piece(bag, bag_pos, rng, i, use_bag):
     return np.int64(t)
 
 
-@exact
+@exact(inline="always")
 def advance(s, i, rng, use_bag):
     """The next piece of the queue becomes current; one draw refills the queue's end."""
     s.piece[i] = s.queue[i, 0]
@@ -87,7 +93,7 @@ def advance(s, i, rng, use_bag):
     s.queue[i, QUEUE_SLOTS - 1] = draw_piece(s.bag, s.bag_pos, rng, i, use_bag)
 
 
-@exact
+@exact(inline="always")
 def spawn(s, i):
     """Put the current piece at its spawn pose; False if it cannot spawn (game over)."""
     t = np.int64(s.piece[i])
@@ -97,13 +103,13 @@ def spawn(s, i):
     return not blocked(s.rows, i, t, 0, SPAWN_Y[t], SPAWN_X[t])
 
 
-@exact
+@exact(inline="always")
 def hold_target(s, i):
     """The piece that holding now would make current."""
     return np.int64(s.queue[i, 0]) if s.hold[i] == NONE else np.int64(s.hold[i])
 
 
-@exact
+@exact(inline="always")
 def do_hold(s, i, rng, use_bag):
     """Hold the current piece; returns whether the new current piece could spawn."""
     cur = s.piece[i]
@@ -117,7 +123,7 @@ def do_hold(s, i, rng, use_bag):
     return spawn(s, i)
 
 
-@exact
+@exact(inline="always")
 def lock(s, i, t, r, y, x):
     """Write the piece into the board, clear full rows and update the features.
 
@@ -159,54 +165,58 @@ def lock(s, i, t, r, y, x):
     return lines
 
 
-#: Number of set bits of every 11-bit value.
-POPCOUNT = np.array([bin(v).count("1") for v in range(1 << (W + 1))], dtype=np.int64)
-_COL_BITS = 6  # per-column counters packed in one int64 (a run never exceeds H = 24 < 64)
-_COL_MASK = (1 << _COL_BITS) - 1
-
-
 @exact
 def board_features(rows, i, feat):
     """Column heights, holes, bumpiness, row and column transitions and wells of env ``i``'s
     board into ``feat[i, :15]`` (the definitions of SPEC.md), a row at a time with bit
-    operations: ``seen`` marks columns with a filled cell above the current row."""
+    operations: ``seen`` marks columns with a filled cell above the current row, and the
+    length of the vertical run of well cells ending at the current row is kept per column
+    as a 5-bit counter sliced across ``run0``..``run4`` (bit ``c`` of ``runk`` is bit ``k``
+    of column ``c``'s count; a run never exceeds H = 24 < 32)."""
     seen = 0
     prev = 0
     holes = 0
     col_t = 0
     row_t = 0
     wells = 0
-    runs = 0  # packed per-column lengths of the current vertical run of well cells
+    run0 = run1 = run2 = run3 = run4 = 0
     for c in range(W):
         feat[i, c] = 0
-    for y in range(H):
+    top = 0  # rows above the pile add nothing
+    while top < H and rows[i, top] == 0:
+        top += 1
+    for y in range(top, H):
         bits = np.int64(rows[i, y])
         if y > 0:
-            col_t += POPCOUNT[bits ^ prev]
+            col_t += popcount(bits ^ prev)
         new = bits & ~seen
         while new:
-            c = 0
-            while not (new >> c) & 1:
-                c += 1
-            feat[i, c] = H - y
+            feat[i, ctz(new)] = H - y
             new &= new - 1
-        holes += POPCOUNT[~bits & seen & FULL_ROW]
+        holes += popcount(~bits & seen & FULL_ROW)
         seen |= bits
         if seen:  # rows from the highest filled one down
             walled = (bits << 1) | 1 | (1 << (W + 1))
-            row_t += POPCOUNT[(walled ^ (walled >> 1)) & ((1 << (W + 1)) - 1)]
+            row_t += popcount((walled ^ (walled >> 1)) & ((1 << (W + 1)) - 1))
         well = ~bits & ((bits << 1) | 1) & ((bits >> 1) | (1 << (W - 1))) & FULL_ROW
-        if well or runs:
-            for c in range(W):
-                shift = c * _COL_BITS
-                if (well >> c) & 1:
-                    run = ((runs >> shift) & _COL_MASK) + 1
-                    runs = (runs & ~(_COL_MASK << shift)) | (run << shift)
-                    wells += run  # 1 + 2 + ... + d over a run of d cells
-                else:
-                    runs &= ~(_COL_MASK << shift)
+        if well | run0 | run1 | run2 | run3 | run4:
+            # Every run grows by one (a bit-sliced increment), then runs not continued stop.
+            carry = FULL_ROW
+            s0 = run0 ^ carry
+            carry &= run0
+            s1 = run1 ^ carry
+            carry &= run1
+            s2 = run2 ^ carry
+            carry &= run2
+            s3 = run3 ^ carry
+            carry &= run3
+            s4 = run4 ^ carry
+            run0, run1, run2, run3, run4 = s0 & well, s1 & well, s2 & well, s3 & well, s4 & well
+            # A well cell adds its run's length so far: 1 + 2 + ... + d over a run of d cells.
+            wells += (popcount(run0) + 2 * popcount(run1) + 4 * popcount(run2) + 8 * popcount(run3)
+                      + 16 * popcount(run4))
         prev = bits
-    col_t += POPCOUNT[~prev & FULL_ROW]  # the bottom row against the filled floor
+    col_t += popcount(~prev & FULL_ROW)  # the bottom row against the filled floor
     bump = 0
     for c in range(W - 1):
         bump += abs(np.int64(feat[i, c]) - np.int64(feat[i, c + 1]))
@@ -217,13 +227,13 @@ def board_features(rows, i, feat):
     feat[i, F_WELLS] = wells
 
 
-@exact
+@exact(inline="always")
 def drop_legal(s, i, t, r, x):
     """Whether piece ``t`` fits in state ``r`` at drop column ``x`` in the spawn rows."""
     return x + WIDTH[t, r] <= W and not blocked(s.rows, i, t, r, DROP_Y[t, r], x)
 
 
-@exact
+@exact(inline="always")
 def clear_board(s, i):
     for y in range(H):
         s.rows[i, y] = 0
