@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import gc
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
 import threading
 
 import numpy as np
 import pytest
+from numba import njit
 
 import vecsim
 from vecsim.collector import EpisodeBatch, EpisodeCollector, PolicyError
 
 CARTPOLE = "CartPole-v1"
 PENDULUM = "Pendulum-v1"
+#: One Tetris configuration for every Tetris test: its kernels compile once (slowly).
+TETRIS = "Tetris-v0"
+TETRIS_RULES = dict(preset="classic", action_mode="drop")
+TESTS = pathlib.Path(__file__).resolve().parent
 ARRAYS = ("observations", "actions", "rewards", "dones", "terminated", "lengths", "job_ids", "seeds",
           "action_masks", "log_probs", "values")
 
@@ -28,6 +40,22 @@ def pendulum_policy(obs, masks):
     return actions, obs[:, 0].astype(np.float64), obs[:, 1] * 3.0
 
 
+_OBS_WEIGHTS = (np.arange(1, 1025, dtype=np.int64) * 7919) % 10007
+
+
+def tetris_policy(obs, masks):
+    """Deterministic and spread out: the k-th legal placement, k a hash of the observation."""
+    counts = masks.sum(axis=1)
+    k = (obs.astype(np.int64) @ _OBS_WEIGHTS[: obs.shape[1]]) % counts
+    return np.argmax(masks.cumsum(axis=1) > k[:, None], axis=1)
+
+
+@njit
+def lean_policy(s, p, i, rng):
+    """``cartpole_policy`` inside the kernel (float32 arithmetic, as on the observation)."""
+    return np.int64(np.float32(s.theta[i]) + np.float32(0.3) * np.float32(s.theta_dot[i]) > 0)
+
+
 def assert_same_batch(a: EpisodeBatch, b: EpisodeBatch) -> None:
     for name in ARRAYS:
         x, y = getattr(a, name), getattr(b, name)
@@ -40,6 +68,15 @@ def assert_same_batch(a: EpisodeBatch, b: EpisodeBatch) -> None:
 def collect(env_id, num_workers, max_steps, policy, seed, n, **kwargs) -> EpisodeBatch:
     with EpisodeCollector(env_id, num_workers, max_steps, policy, seed, **kwargs) as collector:
         return collector.request_episodes(n)
+
+
+def tetris_batch(num_workers, policy, n=24, **kwargs) -> EpisodeBatch:
+    return collect(TETRIS, num_workers, 64, policy, 3, n, **TETRIS_RULES, **kwargs)
+
+
+def replay(batch: EpisodeBatch, env_id, num_workers, seed, **kwargs) -> EpisodeBatch:
+    """The batch's played actions fed back as an action-array policy."""
+    return collect(env_id, num_workers, batch.rewards.shape[1], batch.actions.copy(), seed, len(batch), **kwargs)
 
 
 def run_with_timeout(fn, timeout=30.0):
@@ -114,6 +151,27 @@ def test_results_come_in_job_order():
     assert np.array_equal(first.rewards, batch.rewards[:4])
 
 
+@pytest.mark.parametrize("env_id,policy", [(CARTPOLE, "random"), (CARTPOLE, cartpole_policy),
+                                           (PENDULUM, pendulum_policy), (PENDULUM, "random")])
+def test_serial_and_parallel_kernels_give_the_same_batch(env_id, policy):
+    serial = collect(env_id, 67, 40, policy, 8, 150, parallel=False)
+    parallel = collect(env_id, 67, 40, policy, 8, 150, parallel=True)
+    assert_same_batch(serial, parallel)
+
+
+def test_random_actions_replayed_through_an_action_array_give_the_same_batch(masked_game):
+    # The random policy draws from a stream of its own: the env's draws are those of a replay.
+    batch = collect(masked_game, 3, 30, "random", 4, 10)
+    assert_same_batch(batch, replay(batch, masked_game, 5, 4))
+
+
+def test_in_kernel_policy_plays_the_physics_of_the_engine():
+    # CartPole's step reads sin/cos from its pre-step pass: the in-kernel loop must run it too.
+    batch = collect(CARTPOLE, 4, 80, lean_policy, 2, 9)
+    assert_same_batch(batch, replay(batch, CARTPOLE, 3, 2))
+    assert batch.lengths.mean() > 30  # the policy balances the pole for a while
+
+
 # -- layout ------------------------------------------------------------------------------
 def test_shapes_and_dtypes():
     batch = collect(CARTPOLE, 4, 50, "random", 0, 6)
@@ -151,6 +209,35 @@ def test_log_probs_and_values_are_recorded():
     batch = collect(PENDULUM, 2, 12, pendulum_policy, 1, 3)
     np.testing.assert_array_equal(batch.log_probs, batch.observations[..., 0].astype(np.float64))
     np.testing.assert_array_equal(batch.values, batch.observations[..., 1] * 3.0)
+
+
+class TogglingPolicy:
+    """``cartpole_policy``, with log-probs and values (functions of the observation) in the
+    batches listed in ``with_extras``; ``ends`` are the call counts at which batches end."""
+
+    def __init__(self, ends=(), with_extras=()):
+        self.calls, self.ends, self.with_extras = 0, list(ends), set(with_extras)
+
+    def __call__(self, obs, masks):
+        batch = sum(self.calls >= end for end in self.ends)
+        self.calls += 1
+        actions = cartpole_policy(obs, masks)
+        return (actions, obs[:, 0].astype(np.float64), obs[:, 1] * 2.0) if batch in self.with_extras else actions
+
+
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_log_probs_appear_in_the_batches_whose_policy_returns_them(prefetch):
+    counter = TogglingPolicy()
+    with EpisodeCollector(CARTPOLE, 4, 30, counter, 1) as collector:
+        ends = [collector.request_episodes(6) and counter.calls for _ in range(4)]
+    # Batches 0 and 1 fill both sets of arrays (with prefetch) with log-probs; 2 has none.
+    policy = TogglingPolicy(ends, with_extras=(0, 1, 3))
+    with EpisodeCollector(CARTPOLE, 4, 30, policy, 1, prefetch=prefetch) as collector:
+        batches = [collector.request_episodes(6) for _ in range(3)]
+        assert batches[2].log_probs is None and batches[2].values is None
+        last = collector.request_episodes(6)
+        np.testing.assert_array_equal(last.log_probs, last.observations[..., 0].astype(np.float64))
+        np.testing.assert_array_equal(last.values, last.observations[..., 1] * 2.0)
 
 
 def test_without_masks_or_extras_those_fields_are_none():
@@ -396,3 +483,156 @@ def test_policy_gets_masks_and_masked_actions_are_rejected(masked_game):
     with EpisodeCollector(masked_game, 3, 30, always_right, 0) as collector:
         raises_within(ValueError, lambda: collector.request_episodes(6), "action mask")
     assert seen[0] == (3, 3)
+
+
+def test_random_policy_on_a_box_space_replays_the_same():
+    batch = collect(PENDULUM, 2, 20, "random", 6, 5)
+    assert_same_batch(batch, replay(batch, PENDULUM, 3, 6))
+
+
+def test_illegal_entry_of_an_action_array_is_named():
+    actions = np.zeros((4, 10), dtype=np.int64)
+    actions[2, 3] = 5
+    with EpisodeCollector(CARTPOLE, 2, 10, actions, 0) as collector:
+        error = raises_within(ValueError, lambda: collector.request_episodes(4), "policy action 5 of job 2")
+        assert "at step 3 (action array policy[2, 3])" in str(error)
+
+
+def test_unsigned_actions_too_large_for_int64_are_named_as_returned():
+    def policy(obs, masks):
+        return np.full(obs.shape[0], 2**64 - 1, dtype=np.uint64)
+
+    with EpisodeCollector(CARTPOLE, 2, 10, policy, 0) as collector:
+        raises_within(ValueError, lambda: collector.request_episodes(2), str(2**64 - 1))
+
+
+# -- reuse of a dropped batch's arrays ---------------------------------------------------
+def test_a_dropped_batch_lends_its_arrays_to_the_next_one():
+    reference = collect(CARTPOLE, 4, 60, "random", 5, 20)
+    with EpisodeCollector(CARTPOLE, 4, 60, "random", 5) as collector:
+        address = collector.request_episodes(10).observations.ctypes.data
+        batch = collector.request_episodes(10)
+        assert batch.observations.ctypes.data == address  # new memory would cost page faults
+        assert_same_batch(batch, reference._rows(slice(10, 20)))
+
+
+def test_a_batch_or_an_array_or_a_view_still_held_is_never_overwritten():
+    with EpisodeCollector(CARTPOLE, 4, 60, "random", 5) as collector:
+        whole = collector.request_episodes(10)
+        array = collector.request_episodes(10).observations
+        view = collector.request_episodes(10).rewards[3:]
+        copies = [whole.observations.copy(), array.copy(), view.copy()]
+        for _ in range(3):
+            collector.request_episodes(10)
+        for kept, copy in zip((whole.observations, array, view), copies):
+            np.testing.assert_array_equal(kept, copy)
+
+
+def test_a_collection_that_failed_leaves_no_trace_in_the_arrays_it_lends():
+    calls = {"n": 0, "fail_at": -1}
+
+    def flaky(obs, masks):
+        calls["n"] += 1
+        if calls["n"] == calls["fail_at"]:
+            raise KeyError("boom")
+        return cartpole_policy(obs, masks)
+
+    with EpisodeCollector(CARTPOLE, 3, 40, flaky, 1) as collector:
+        address = collector.request_episodes(7).observations.ctypes.data
+        calls["fail_at"] = calls["n"] + 5  # half-way through the next batch, in the same arrays
+        raises_within(PolicyError, lambda: collector.request_episodes(7))
+        gc.collect()  # the traceback's frames referenced the failed batch
+        batch = collector.request_episodes(7)
+        assert batch.observations.ctypes.data == address
+    assert_same_batch(batch, collect(CARTPOLE, 3, 40, cartpole_policy, 1, 14)._rows(slice(7, 14)))
+
+
+# -- Tetris: placements with masks, the issue-#4 workload -----------------------------------
+@pytest.mark.parametrize("policy", [tetris_policy, "random"], ids=["callable", "random"])
+def test_tetris_batch_does_not_depend_on_num_workers(policy):
+    batches = [tetris_batch(w, policy) for w in (1, 2, 8)]
+    for other in batches[1:]:
+        assert_same_batch(batches[0], other)
+
+
+@pytest.mark.parametrize("policy", [tetris_policy, "random"], ids=["callable", "random"])
+def test_tetris_serial_and_parallel_kernels_give_the_same_batch(policy):
+    serial = tetris_batch(67, policy, n=150, parallel=False)
+    parallel = tetris_batch(67, policy, n=150, parallel=True)
+    assert_same_batch(serial, parallel)
+
+
+@pytest.mark.parametrize("policy", [tetris_policy, "random"], ids=["callable", "random"])
+def test_tetris_batch_equals_the_replay_of_its_actions(policy):
+    batch = tetris_batch(16, policy, n=40)
+    assert_same_batch(batch, replay(batch, TETRIS, 5, 3, **TETRIS_RULES))
+
+
+def test_tetris_random_placements_are_legal_and_varied():
+    batch = tetris_batch(8, "random")
+    for b, length in enumerate(batch.lengths):
+        assert batch.action_masks[b, np.arange(length), batch.actions[b, :length]].all()
+    assert np.unique(batch.actions[~batch.dones]).size > 20
+    assert batch.terminated.any()
+
+
+def test_tetris_illegal_placement_is_named():
+    def greedy_left(obs, masks):
+        return np.zeros(obs.shape[0], dtype=np.int64)  # rotation 0, column 0: illegal for some pieces
+
+    with EpisodeCollector(TETRIS, 4, 64, greedy_left, 0, **TETRIS_RULES) as collector:
+        raises_within(ValueError, lambda: collector.request_episodes(8), "under its action mask")
+
+
+_TETRIS_HASH = f"""
+import hashlib, json, sys
+sys.path.insert(0, {str(TESTS)!r})
+import test_collector as t
+batch = t.tetris_batch(67, "random", n=150, parallel=True)
+print(json.dumps(t.batch_digest(batch)))
+"""
+
+
+def batch_digest(batch: EpisodeBatch) -> str:
+    h = hashlib.sha256()
+    for name in ARRAYS:
+        arr = getattr(batch, name)
+        if arr is not None:
+            h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+@pytest.mark.slow
+def test_tetris_batch_does_not_depend_on_the_thread_count():
+    def run(threads):
+        proc = subprocess.run([sys.executable, "-c", _TETRIS_HASH], cwd=TESTS.parent, capture_output=True, text=True,
+                              env={**os.environ, "NUMBA_NUM_THREADS": threads}, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    one, two = run("1"), run("2")
+    assert one == two == batch_digest(tetris_batch(67, "random", n=150, parallel=False))
+
+
+_CACHE_STATS = f"""
+import json, sys
+sys.path.insert(0, {str(TESTS)!r})
+import test_collector as t
+with t.EpisodeCollector(t.CARTPOLE, 3, 20, t.cartpole_policy, 0, parallel=False) as collector:
+    collector.request_episodes(4)
+    kernel = collector._kernels.advance_serial
+print(json.dumps([sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values())]))
+"""
+
+
+@pytest.mark.slow
+def test_a_warm_start_loads_the_collection_kernel_from_the_cache():
+    def run():
+        proc = subprocess.run([sys.executable, "-c", _CACHE_STATS], cwd=TESTS.parent, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    run()  # compiles, unless an earlier run left the kernel in the cache
+    hits, misses = run()
+    assert (hits, misses) == (1, 0)

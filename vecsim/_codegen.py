@@ -1,4 +1,8 @@
-"""Instantiate ``_batch_template.py`` for one game and precision, as a cached module on disk.
+"""Instantiate the kernel templates for one game and precision, as cached modules on disk.
+
+``_batch_template.py`` gives the engine's batched kernels; ``_collect_template.py`` the
+episode-collection kernel of an in-kernel policy; ``_collect_step_template.py`` the per-step
+collection kernels of ``EpisodeCollector``'s other policies.
 
 The generated file's name carries a hash of everything its machine code depends on: the
 template, the game's source files, the engine's kernel helpers and the Numba version. Numba's
@@ -28,10 +32,13 @@ from vecsim.contract import GameSpec
 _HERE = pathlib.Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "_batch_template.py"
 _COLLECT_TEMPLATE = _HERE / "_collect_template.py"
-#: The engine modules a kernel's machine code depends on: the templates, this generator, and
-#: the jitted helpers kernels call (editing the CLI or the VectorEnv must not recompile games).
+_COLLECT_STEP_TEMPLATE = _HERE / "_collect_step_template.py"
+#: The engine modules a kernel's machine code depends on: this generator and the jitted
+#: helpers kernels call (editing the CLI or the VectorEnv must not recompile games). A
+#: template is hashed as the source text rendered from it, so editing a collector template
+#: does not recompile the batched kernels.
 _ENGINE_SOURCES = sorted(_HERE / name for name in (
-    "_batch_template.py", "_collect_template.py", "_codegen.py", "contract.py", "fastmath.py", "jit.py", "rng.py"))
+    "_batch_template.py", "_codegen.py", "contract.py", "fastmath.py", "jit.py", "rng.py"))
 _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], object] = {}
 
@@ -97,6 +104,10 @@ def render_source(game: GameSpec, precision: str) -> str:
 LEAKY_ARG_COUNT = 20
 
 
+#: The kernels whose signatures ``_pad_signatures`` checks.
+_KERNEL_NAMES = r"(?:step|reset|observe|advance)_(?:serial|parallel)|collect|clear_rows"
+
+
 def _pad_signatures(text: str) -> str:
     padded = []
 
@@ -107,7 +118,7 @@ def _pad_signatures(text: str) -> str:
         padded.append(match.group(1))
         return f"def {match.group(1)}({match.group(2)}, _pad):"
 
-    text = re.sub(r"def ((?:step|reset|observe)_(?:serial|parallel)|collect)\((.*?)\):", pad, text, flags=re.S)
+    text = re.sub(rf"def ({_KERNEL_NAMES})\((.*?)\):", pad, text, flags=re.S)
     return text + f"\n#: Kernels given an extra ``_pad`` argument (see vecsim._codegen.LEAKY_ARG_COUNT).\nPADDED = {sorted(set(padded))!r}\n"
 
 
@@ -149,6 +160,19 @@ def _policy_location(policy) -> tuple[str, str, str]:
     return module_name, name, inspect.getfile(module)
 
 
+def _substitute_game(text: str, game: GameSpec, precision: str) -> str:
+    """``text`` with the game's module, state fields, constants, step functions and precision."""
+    mod = game.module
+    fast = precision == "float32" and hasattr(mod, "step_env_fast")
+    pre_step = "_game.pre_step_env" if hasattr(mod, "pre_step_env") and not fast else "no_pre_step"
+    text = re.sub(r"\bSTATE_ARGS\b", ", ".join(f"f_{f}" for f in game.state_cls._fields), text)
+    text = re.sub(r"\bPARAM_ROWS\b", ", ".join(f"P[{k}]" for k in range(len(game.params_cls._fields))), text)
+    text = re.sub(r"\bSTEP_ENV\b", "step_env_fast" if fast else "step_env", text)
+    text = re.sub(r"\bPRE_STEP\b", pre_step, text)
+    text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
+    return text.replace('"PRECISION"', repr(precision))
+
+
 def load_collect_kernel(game: GameSpec, precision: str, policy):
     """The cached episode-collection kernel of ``game`` with the jitted ``policy`` inside."""
     module_name, name, source_file = _policy_location(policy)
@@ -157,20 +181,36 @@ def load_collect_kernel(game: GameSpec, precision: str, policy):
         if key in _LOADED:
             return _LOADED[key]
         mod = game.module
-        fast = precision == "float32" and hasattr(mod, "step_env_fast")
-        text = _COLLECT_TEMPLATE.read_text()
-        text = re.sub(r"\bSTATE_ARGS\b", ", ".join(f"f_{f}" for f in game.state_cls._fields), text)
-        text = re.sub(r"\bPARAM_ROWS\b", ", ".join(f"P[{k}]" for k in range(len(game.params_cls._fields))), text)
-        text = re.sub(r"\bSTEP_ENV\b", "step_env_fast" if fast else "step_env", text)
-        text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
+        text = _substitute_game(_COLLECT_TEMPLATE.read_text(), game, precision)
         text = re.sub(r"\bPOLICY_MODULE\b", module_name, text)
         text = re.sub(r"\bPOLICY_NAME\b", name, text)
-        text = text.replace('"PRECISION"', repr(precision))
         text = _pad_signatures(text)
         fingerprint = _fingerprint(game, text, [pathlib.Path(source_file)])
         fname = (f"vecsim_collect_{mod.__name__.replace('.', '_')}_{module_name.replace('.', '_')}_{name}_"
                  f"{precision}_{fingerprint}")
         module = _import_generated(fname, text)
+        _LOADED[key] = module
+        return module
+
+
+def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool):
+    """The cached per-step collection kernels of ``game`` (``advance_serial``, ``advance_parallel``,
+    ``clear_rows``) for its ``Discrete`` (``discrete=True``) or ``Box`` actions."""
+    kind = "discrete" if discrete else "box"
+    key = (game.module.__name__, precision, "collect_step", kind)
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        head, body, tail = _split_template(_COLLECT_STEP_TEMPLATE.read_text())
+        variants = []
+        for mode in ("serial", "parallel"):
+            part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
+            variants.append(re.sub(r"_MODE\b", f"_{mode}", part))
+        text = _substitute_game(head + "".join(variants) + tail, game, precision)
+        text = _pad_signatures(re.sub(r"_KIND\b", f"_{kind}", text))
+        name = (f"vecsim_collect_step_{game.module.__name__.replace('.', '_')}_{precision}_{kind}_"
+                f"{_fingerprint(game, text)}")
+        module = _import_generated(name, text)
         _LOADED[key] = module
         return module
 

@@ -14,6 +14,7 @@ slot or thread plays it.
 import numpy as np
 from numba import njit, prange
 
+from vecsim.contract import no_pre_step
 from vecsim.jit import kernel_options
 from vecsim.rng import seed_env
 
@@ -60,6 +61,7 @@ def collect(seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out
                     bad[w, 1] = a
                     break
                 act_out[j, t] = a
+                PRE_STEP(s, p, w, actions)
                 reward, terminated = _game.STEP_ENV(s, p, w, actions, events, rng)
                 rew_out[j, t] = reward
                 _game.write_obs(s, p, w, obs)

@@ -7,24 +7,36 @@ exactly the episode of a single env seeded ``seed + j``. Episodes are written st
 preallocated ``[B, K, ...]`` arrays in job order, so a batch is bit-identical whatever the
 number of workers or Numba threads. The layout follows the episode buffers of EnvPool's and
 Sample Factory's collectors: one row per episode, padded after its end.
+
+Between two policy calls all the bookkeeping (stepping the running slots, writing the step
+into the episode arrays, starting the next jobs in the slots that finished, packing the
+running slots' observations for the policy) is one call of a generated kernel
+(``vecsim/_collect_step_template.py``); an in-kernel policy plays the whole batch in one
+call (``vecsim/_collect_template.py``).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
+import weakref
 
+import numba
 import numpy as np
 from gymnasium import spaces
 
 import vecsim
-from vecsim._codegen import load_collect_kernel
-from vecsim.engine import _is_int, check_seed
+from vecsim._codegen import load_collect_kernel, load_collect_step_kernels
+from vecsim.engine import _is_int, check_seed, parallel_min_envs
 from vecsim.rng import MAX_SEED
 
 __all__ = ["EpisodeBatch", "EpisodeCollector", "PolicyError"]
 
 #: Seconds ``close()`` waits for a background collection to stop.
 JOIN_TIMEOUT_S = 30.0
+#: Steps one kernel call plays for action-array and random policies (no Python in between);
+#: ``close()`` and a new request stop a background collection between two calls.
+STEPS_PER_CALL = 64
 
 
 class PolicyError(RuntimeError):
@@ -115,21 +127,77 @@ class _Slots:
         # np.zeros maps zeroed pages lazily: a fresh set is already clear, and not filling it
         # again keeps the padding's pages untouched (faster, and not resident in memory).
         self._fresh = True
+        #: The last collection into these arrays finished: only steps ``t < lengths`` were written.
+        self.complete = False
+        self._extras = None  # log_probs and values arrays of an earlier batch, for reuse
 
-    def clear(self, first_job: int, seed: int) -> None:
+    def clear(self, first_job: int, seed: int, clear_rows) -> None:
         b = self.batch
         if not self._fresh:
-            for arr in (b.observations, b.actions, b.rewards, b.terminated, b.lengths):
-                arr.fill(0)
-            b.dones.fill(True)
-            if b.action_masks is not None:
-                b.action_masks.fill(False)
+            if self.complete:
+                masks = b.action_masks if b.action_masks is not None else _NO_MASKS
+                clear_rows(b.lengths, b.observations, b.actions, b.rewards, b.dones, masks)
+            else:
+                for arr in (b.observations, b.actions, b.rewards):
+                    arr.fill(0)
+                b.dones.fill(True)
+                if b.action_masks is not None:
+                    b.action_masks.fill(False)
+            b.terminated.fill(False)
+            b.lengths.fill(0)
         self._fresh = False
-        for arr in (b.log_probs, b.values):  # created by the first step that returns them
-            if arr is not None:
-                arr.fill(0)
+        self.complete = False
+        if b.log_probs is not None:  # the batch has them only if its policy returns them
+            self._extras = (b.log_probs, b.values)
+            b.log_probs = b.values = None
         b.job_ids[:] = np.arange(first_job, first_job + self.n)
         b.seeds[:] = b.job_ids + seed
+
+    def add_extras(self, k: int) -> None:
+        """Give the batch zeroed ``log_probs`` and ``values`` arrays, ``(n, k)`` float64."""
+        if self._extras is None:
+            self.batch.log_probs, self.batch.values = (np.zeros((self.n, k), dtype=np.float64) for _ in range(2))
+            return
+        for arr in self._extras:
+            arr.fill(0)
+        (self.batch.log_probs, self.batch.values), self._extras = self._extras, None
+
+
+#: Stand-in for the masks of a game without masks (kernels take an array, never None).
+_NO_MASKS = np.zeros((0, 0, 0), dtype=np.bool_)
+
+
+def _ref_counts(batch: EpisodeBatch) -> tuple[int, int, int]:
+    """(references to ``batch``, most references to one of its arrays, weak references to them)."""
+    most = weak = 0
+    for name in EpisodeBatch.__slots__:
+        arr = getattr(batch, name)
+        if arr is not None:
+            most = max(most, sys.getrefcount(arr))
+            weak += weakref.getweakrefcount(arr)
+    return sys.getrefcount(batch), most, weak
+
+
+def _base_refs() -> tuple[int, int, int] | None:
+    """``_ref_counts`` of a batch that only its holder references (as ``_Slots`` holds one).
+
+    Only CPython's reference counts say when nobody else can see a batch; elsewhere
+    batches are never reused.
+    """
+    if sys.implementation.name != "cpython":
+        return None
+    holder = _Slots.__new__(_Slots)
+    holder.batch = EpisodeBatch(*(np.zeros(1) for _ in EpisodeBatch.__slots__))
+    return _ref_counts(holder.batch)
+
+
+_BASE_REFS = _base_refs()
+
+
+def _unreferenced(slots: _Slots) -> bool:
+    """Whether nothing but ``slots`` references its batch or any array of it (or a view of one:
+    a view references its base), so that reusing the arrays cannot change what a caller sees."""
+    return _BASE_REFS is not None and all(n <= base for n, base in zip(_ref_counts(slots.batch), _BASE_REFS))
 
 
 class _Pending:
@@ -163,13 +231,19 @@ class EpisodeCollector:
           It may draw from env ``i``'s stream ``rng``; an illegal action raises ``ValueError``.
         - ``policy(obs, masks) -> actions`` or ``-> (actions, log_probs, values)``: called
           once per step with the observations ``(n_running, obs_dim)`` of every running slot
-          and their legal-action masks ``(n_running, n_actions)`` bool (``None`` for games
-          without masks). ``actions``: ``(n_running,)`` integers for Discrete, ``(n_running,
-          act_dim)`` numbers for Box; ``log_probs`` and ``values``: ``(n_running,)`` numbers.
+          (in slot order) and their legal-action masks ``(n_running, n_actions)`` bool
+          (``None`` for games without masks). Both are views of the collector's buffers,
+          overwritten by the next step: copy what the policy keeps. ``actions``:
+          ``(n_running,)`` integers for Discrete, ``(n_running, act_dim)`` numbers for Box;
+          ``log_probs`` and ``values``: ``(n_running,)`` numbers. Every action is checked
+          (range, finiteness, mask) before any slot is stepped.
         - an ndarray of shape ``(num_jobs, max_steps)`` (Discrete) or ``(num_jobs, max_steps,
-          act_dim)`` (Box): the action of job ``j`` at step ``t`` is ``policy[j, t]``.
+          act_dim)`` (Box): the action of job ``j`` at step ``t`` is ``policy[j, t]`` (only the
+          steps played are read and checked).
         - ``"random"``: uniform over the legal actions (Box: over the bounds, infinite bounds
-          as +-1), drawn from ``np.random.default_rng(seed + j)`` for job ``j``.
+          as +-1), drawn inside the kernel from a stream of job ``j``'s own, keyed by its seed
+          ``seed + j`` and apart from the env's stream (``vecsim.rng``): the same actions
+          whatever the number of workers or threads.
     seed : int
         Job ``j`` is reset with seed ``seed + j``.
     prefetch : bool
@@ -177,10 +251,14 @@ class EpisodeCollector:
         the current one (the kernels release the GIL). Two sets of output arrays alternate:
         the arrays of a batch stay valid until the next call to ``request_episodes`` (which
         returns the prefetched batch and starts writing the following one into the arrays of
-        the one before). Without prefetch every batch has its own arrays.
+        the one before). Without prefetch every batch has its own arrays: the arrays of the
+        previous batch are reused only when nothing references them any more.
     **env_kwargs
         Passed to ``vecsim.make`` (``precision``, game constants, ``max_episode_steps``, which
-        defaults to ``None`` here: only ``max_steps`` cuts episodes).
+        defaults to ``None`` here: only ``max_steps`` cuts episodes). ``parallel``
+        (``"auto"``, ``True``, ``False``) also chooses the collection kernels: ``"auto"`` runs
+        a step in parallel when at least the game's ``PARALLEL_MIN_ENVS`` slots are running
+        and more than one Numba thread is available. Results do not depend on it.
 
     Examples
     --------
@@ -213,15 +291,43 @@ class EpisodeCollector:
         self._act_shape = () if self._discrete else tuple(space.shape)
         self._act_dtype = np.dtype(np.int64) if self._discrete else np.dtype(space.dtype)
         self._policy_kind, self._policy = self._check_policy(policy)
-        if self._policy_kind == "random" and not self._discrete:
-            self._low = np.where(np.isfinite(space.low), space.low, -1.0).astype(np.float64)
-            self._high = np.where(np.isfinite(space.high), space.high, 1.0).astype(np.float64)
+        self._setup_kernels(kwargs.get("parallel", "auto"))
         self._next_job = 0
         self._sets: list[_Slots] = []
+        self._spare: _Slots | None = None
         self._turn = 0
         self._pending: _Pending | None = None
         self._streaming = False
         self._closed = False
+
+    def _setup_kernels(self, parallel) -> None:
+        """Load the per-step kernels and allocate their scratch buffers (one set: one collection at a time)."""
+        eng, w = self.engine, self.num_workers
+        self._kernels = kern = load_collect_step_kernels(eng.game, eng.precision, self._discrete)
+        self._parallel = parallel
+        self._parallel_min = parallel_min_envs(eng.game)
+        self._ctl = np.zeros(kern.N_CTL, dtype=np.int64)
+        self._job_of = np.full(w, -1, dtype=np.int64)
+        self._step_of = np.zeros(w, dtype=np.int64)
+        self._run_slots = np.zeros(w, dtype=np.int64)
+        self._fin = np.zeros(w, dtype=np.bool_)
+        self._starts = np.zeros(w, dtype=np.int64)
+        self._pol_rng = np.zeros((w, 2), dtype=np.uint64)
+        self._pol_obs = np.zeros((w, eng.obs_dim), dtype=eng.obs_dtype)
+        self._pol_masks = np.zeros((w, eng.n_mask), dtype=np.bool_)
+        # Stand-ins for unused arguments, of the types the kernels are compiled for.
+        self._no_given = np.zeros((0, *self._act_shape), dtype=self._act_dtype)
+        self._no_table = np.zeros((0, 0, *self._act_shape), dtype=self._act_dtype)
+        self._no_extra = np.zeros(0, dtype=np.float64)
+        self._no_extra_out = np.zeros((0, 0), dtype=np.float64)
+        space = self.single_action_space
+        if self._discrete:
+            self._n_actions = int(space.n)
+            self._low = self._high = np.zeros(0, dtype=np.float64)
+        else:
+            self._n_actions = 0
+            self._low = np.where(np.isfinite(space.low), space.low, -1.0).astype(np.float64)
+            self._high = np.where(np.isfinite(space.high), space.high, 1.0).astype(np.float64)
 
     # -- validation ----------------------------------------------------------------------
     def _check_policy(self, policy):
@@ -273,97 +379,110 @@ class EpisodeCollector:
             raise RuntimeError("a stream() of this EpisodeCollector is still open; exhaust or close it first")
 
     # -- the collection loop -------------------------------------------------------------
-    def _random_table(self, job: int) -> np.ndarray:
-        rng = np.random.default_rng(self.seed + job)
-        if self._discrete:
-            return rng.random(self.max_steps)
-        return rng.uniform(self._low, self._high, size=(self.max_steps, *self._act_shape))
+    def _where(self, first_job: int, rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(slots, jobs, steps) of the running slots at positions ``rows`` of the running list."""
+        slots = self._run_slots[rows]
+        return slots, self._job_of[slots] + first_job, self._step_of[slots]
 
-    def _policy_actions(self, run, jobs, steps, obs, masks, tables):
-        """(actions, log_probs, values) of the running slots; log_probs/values may be None."""
-        if self._policy_kind == "array":
-            return self._policy[jobs, steps], None, None
-        if self._policy_kind == "random":
-            u = tables[run, steps]
-            if not self._discrete:
-                return u, None, None
-            if masks is None:
-                return np.minimum((u * self.single_action_space.n).astype(np.int64),
-                                  self.single_action_space.n - 1), None, None
-            counts = masks.sum(axis=1)
-            if (counts == 0).any():
-                i = int(np.flatnonzero(counts == 0)[0])
-                raise ValueError(f"no legal action for job {int(jobs[i])} (slot {int(run[i])}) at step {int(steps[i])}")
-            k = np.minimum((u * counts).astype(np.int64), counts - 1)
-            return np.argmax(masks.cumsum(axis=1) > k[:, None], axis=1), None, None
+    def _ask_policy(self, first_job: int, out: EpisodeBatch, extras):
+        """Call the Python policy on the running slots; its checked output for the kernel.
+
+        Returns ``(actions, log_probs, values, raw, has_extras)``: arrays of the kernel's
+        dtypes (the ``log_probs``/``values`` stand-ins when the policy returns actions only),
+        the actions as returned (for error messages), and whether it returned log-probs.
+        """
+        eng, n_run = self.engine, int(self._ctl[self._kernels.N_RUN])
+        if n_run == self.num_workers:  # every slot running: the engine's buffers, no copy
+            obs, masks = eng.obs, eng.masks
+        else:
+            obs, masks = self._pol_obs[:n_run], self._pol_masks[:n_run]
         try:
-            out = self._policy(obs, masks)
+            result = self._policy(obs, masks if eng.n_mask else None)
         except Exception as exc:
+            _, jobs, steps = self._where(first_job, slice(0, n_run))
             raise PolicyError(f"policy raised {type(exc).__name__} at steps {int(steps.min())}..{int(steps.max())} "
                               f"of jobs {int(jobs.min())}..{int(jobs.max())}: {exc}") from exc
-        if isinstance(out, tuple):
-            if len(out) != 3:
+        log_probs = values = None
+        if isinstance(result, tuple):
+            if len(result) != 3:
                 raise ValueError(f"policy must return actions or (actions, log_probs, values), "
-                                 f"but returned a tuple of {len(out)} items")
-            return out
-        return out, None, None
+                                 f"but returned a tuple of {len(result)} items")
+            result, log_probs, values = result
+        if extras is not None and extras != (log_probs is not None):
+            raise ValueError("policy must return (actions, log_probs, values) at every step or at none")
+        raw, actions = self._check_actions(result, first_job, n_run)
+        if log_probs is None:
+            return actions, self._no_extra, self._no_extra, raw, False
+        log_probs = self._check_extra("log_probs", log_probs, first_job, n_run)
+        values = self._check_extra("values", values, first_job, n_run)
+        return actions, log_probs, values, raw, True
 
-    def _check_actions(self, actions, run, jobs, masks) -> np.ndarray:
-        """The policy's actions as an array of the action dtype; errors name the slot and job."""
-        n = run.shape[0]
-        try:
-            arr = np.asarray(actions)
-        except Exception as exc:
-            raise TypeError(f"policy actions must be array-like, but got {type(actions).__name__}: {exc}") from None
+    def _check_actions(self, actions, first_job: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(actions as returned, as a C-contiguous writable array of the kernel's dtype).
+
+        Shape and dtype are checked here, values in the kernel before any slot is stepped.
+        """
+        if type(actions) is np.ndarray:
+            arr = actions
+        else:
+            try:
+                arr = np.asarray(actions)
+            except Exception as exc:
+                raise TypeError(f"policy actions must be array-like, but got {type(actions).__name__}: {exc}") from None
         want = (n, *self._act_shape)
         if arr.shape != want:
+            slots, jobs, _ = self._where(first_job, slice(0, min(n, 8)))
             raise ValueError(f"policy actions must have shape {want} for {n} running slots "
-                             f"(slots {run.tolist()[:8]}, jobs {jobs.tolist()[:8]}), but got shape {arr.shape}")
-        if self._discrete:
-            if arr.dtype.kind not in "iu":
-                raise TypeError(f"policy actions for {self.single_action_space} must be integers, "
-                                f"but got dtype {arr.dtype}")
-            bad = (arr < 0) | (arr >= self.single_action_space.n)
-            if masks is not None:
-                legal = masks[np.arange(n), np.clip(arr, 0, self.single_action_space.n - 1)]
-                bad |= ~legal
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"policy action {arr[i].item()!r} of job {int(jobs[i])} (slot {int(run[i])}) "
-                                 f"is illegal for {self.single_action_space}"
-                                 f"{' under its action mask' if masks is not None else ''}")
-            return arr.astype(np.int64, copy=False)
-        if arr.dtype.kind not in "fiu":
-            raise TypeError(f"policy actions for {self.single_action_space} must be numbers, but got dtype {arr.dtype}")
-        with np.errstate(over="ignore"):
-            cast = arr.astype(self._act_dtype, copy=False)
-        bad = ~np.isfinite(cast).all(axis=1)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"policy action {arr[i].tolist()!r} of job {int(jobs[i])} (slot {int(run[i])}) "
-                             f"is not finite in {self._act_dtype}")
-        return cast
+                             f"(slots {slots.tolist()}, jobs {jobs.tolist()}), but got shape {arr.shape}")
+        if arr.dtype.kind not in ("iu" if self._discrete else "fiu"):
+            raise TypeError(f"policy actions for {self.single_action_space} must be "
+                            f"{'integers' if self._discrete else 'numbers'}, but got dtype {arr.dtype}")
+        if arr.dtype == self._act_dtype and arr.flags.c_contiguous and arr.flags.writeable:
+            return arr, arr
+        # A cast wraps or overflows a value it cannot hold; the kernel then rejects it and the
+        # error quotes the value as returned.
+        with np.errstate(over="ignore", invalid="ignore"):
+            return arr, np.array(arr, dtype=self._act_dtype, order="C")
 
-    @staticmethod
-    def _check_extra(name, value, n, jobs) -> np.ndarray:
+    def _check_extra(self, name, value, first_job: int, n: int) -> np.ndarray:
         try:
             arr = np.asarray(value)
         except Exception as exc:
             raise TypeError(f"policy {name} must be array-like, but got {type(value).__name__}: {exc}") from None
         if arr.shape != (n,):
+            _, jobs, _ = self._where(first_job, slice(0, min(n, 8)))
             raise ValueError(f"policy {name} must have shape ({n},), but got shape {arr.shape} "
-                             f"(jobs {jobs.tolist()[:8]})")
+                             f"(jobs {jobs.tolist()})")
         if arr.dtype.kind not in "fiu":
             raise TypeError(f"policy {name} must be numbers, but got dtype {arr.dtype}")
-        return arr
+        if arr.dtype == np.float64 and arr.flags.c_contiguous and arr.flags.writeable:
+            return arr
+        return np.array(arr, dtype=np.float64, order="C")
+
+    def _raise_bad_action(self, first_job: int, raw) -> None:
+        """Report the action the kernel refused (nothing of that step was played)."""
+        kern = self._kernels
+        r = int(self._ctl[kern.BAD_INDEX])
+        slot, job, step = (int(v[0]) for v in self._where(first_job, slice(r, r + 1)))
+        where = f"job {job} (slot {slot}) at step {step}"
+        if self._ctl[kern.STATUS] == kern.NO_LEGAL_ACTION:
+            raise ValueError(f"no legal action for {where}")
+        if self._policy_kind == "array":
+            value = self._policy[job, step]
+            where += f" (action array policy[{job}, {step}])"
+        else:
+            value = raw[r]
+        if self._discrete:
+            raise ValueError(f"policy action {value.item()!r} of {where} is illegal for {self.single_action_space}"
+                             f"{' under its action mask' if self.engine.n_mask else ''}")
+        raise ValueError(f"policy action {np.asarray(value).tolist()!r} of {where} is not finite in {self._act_dtype}")
 
     def _run_jitted(self, slots: _Slots, first_job: int):
         """Play jobs ``first_job ..`` into ``slots`` in one kernel call with the in-kernel policy."""
         eng, out, n = self.engine, slots.batch, slots.n
-        seeds = self.seed + first_job + np.arange(n, dtype=np.int64)
-        masks_out = out.action_masks if out.action_masks is not None else np.zeros((0, 0, 0), dtype=np.bool_)
+        masks_out = out.action_masks if out.action_masks is not None else _NO_MASKS
         bad = np.zeros((self.num_workers, 2), dtype=np.int64)
-        args = (seeds, self.max_steps, eng._max_steps, out.observations, out.actions, out.rewards, out.dones,
+        args = (out.seeds, self.max_steps, eng._max_steps, out.observations, out.actions, out.rewards, out.dones,
                 out.terminated, out.lengths, masks_out, bad, eng._act_buf, eng.obs, eng.masks, eng.events, eng.rng,
                 eng._P) + tuple(eng.state)
         if "collect" in self._policy.PADDED:
@@ -377,99 +496,92 @@ class EpisodeCollector:
             raise ValueError(f"in-kernel policy action {action} of job {first_job + job} (slot {slot}) at step "
                              f"{step} is illegal for {self.single_action_space}"
                              f"{' under its action mask' if eng.n_mask else ''}")
+        slots.complete = True
         yield np.arange(n)
 
-    def _run(self, slots: _Slots, first_job: int, stop: threading.Event | None = None):
-        """Play jobs ``first_job ..`` into ``slots``; yields the local indices finished at each step."""
-        eng, out, k, w, n = self.engine, slots.batch, self.max_steps, self.num_workers, slots.n
-        slots.clear(first_job, self.seed)
+    def _run(self, slots: _Slots, first_job: int, stop: threading.Event | None = None,
+             steps_per_call: int = STEPS_PER_CALL):
+        """Play jobs ``first_job ..`` into ``slots``; yields the local indices of the jobs that finished.
+
+        Python policies are called once per step; between two calls one kernel call does the
+        rest. Action-array and random policies play ``steps_per_call`` steps per kernel call.
+        """
+        kern = self._kernels
+        slots.clear(first_job, self.seed, kern.clear_rows)
         if self._policy_kind == "jitted":
             yield from self._run_jitted(slots, first_job)
             return
-        job_of = np.full(w, -1, dtype=np.int64)  # local job index per slot; -1: idle
-        step_of = np.zeros(w, dtype=np.int64)
-        tables = None
-        if self._policy_kind == "random":
-            tables = np.zeros((w, k, *self._act_shape), dtype=np.float64)
-        started = min(w, n)
-        job_of[:started] = np.arange(started)
-        # Idle slots keep stepping (step_no_reset steps every env); they get any seed.
-        eng.reset(seed=[self.seed + first_job + min(i, n - 1) for i in range(w)])
-        if tables is not None:
-            for s in range(started):
-                tables[s] = self._random_table(first_job + s)
-        full = np.zeros((w, *self._act_shape), dtype=self._act_dtype)
-        has_masks = eng.n_mask > 0
+        eng, out, n, w = self.engine, slots.batch, slots.n, self.num_workers
+        ctl = self._ctl
+        ctl[:] = 0
+        self._job_of.fill(-1)
+        self._fin.fill(False)
+        ended = np.zeros(n, dtype=np.int64)
+        given, log_probs, values, raw = self._no_given, self._no_extra, self._no_extra, None
+        table = self._no_table
+        if self._policy_kind == "callable":
+            source, n_iters = kern.SOURCE_POLICY, 1
+        elif self._policy_kind == "array":
+            source, n_iters = kern.SOURCE_TABLE, steps_per_call
+            with np.errstate(over="ignore", invalid="ignore"):  # the kernel rejects what a cast spoiled
+                table = np.array(self._policy[first_job:first_job + n], dtype=self._act_dtype, order="C")
+        else:
+            source, n_iters = kern.SOURCE_RANDOM, steps_per_call
+        head = (self.max_steps, eng._max_steps, self._n_actions)
         extras = None  # whether the policy returns (actions, log_probs, values)
-        finished = 0
-        while finished < n:
+
+        def packed():
+            # Reused arrays may hold log-probs of an earlier batch: written only when this one has them.
+            lp_out = out.log_probs if extras else self._no_extra_out
+            val_out = out.values if extras else self._no_extra_out
+            args = (table, self._low, self._high, ctl, self._job_of, self._step_of, self._run_slots, self._fin,
+                    self._starts, ended, out.seeds, self._pol_rng, out.observations, out.actions, out.rewards,
+                    out.dones, out.terminated, out.lengths,
+                    out.action_masks if out.action_masks is not None else _NO_MASKS, lp_out, val_out,
+                    self._pol_obs, self._pol_masks, eng._act_buf, eng.obs, eng.masks, eng.events, eng.rng,
+                    eng._P) + tuple(eng.state)
+            return args + ((np.zeros(1),) if "advance_serial" in kern.PADDED else ())
+
+        tail = packed()
+        ask = source == kern.SOURCE_POLICY
+        N_RUN, N_ENDED, FINISHED, STATUS = kern.N_RUN, kern.N_ENDED, kern.FINISHED, kern.STATUS
+        serial, parallel = kern.advance_serial, kern.advance_parallel
+        if self._parallel != "auto":
+            serial = parallel = parallel if self._parallel else serial
+        elif numba.get_num_threads() < 2:
+            parallel = serial
+        while True:
             if stop is not None and stop.is_set():
                 raise _Cancelled
-            run = np.flatnonzero(job_of >= 0)
-            rows, steps = job_of[run], step_of[run]
-            jobs = rows + first_job
-            obs = eng.obs[run]
-            out.observations[rows, steps] = obs
-            masks = None
-            if has_masks:
-                masks = eng.masks[run]
-                out.action_masks[rows, steps] = masks
-            actions, log_probs, values = self._policy_actions(run, jobs, steps, obs, masks, tables)
-            actions = self._check_actions(actions, run, jobs, masks)
-            if self._policy_kind == "callable":
+            running = int(ctl[N_RUN])
+            if ask and running:
+                given, log_probs, values, raw, has_extras = self._ask_policy(first_job, out, extras)
                 if extras is None:
-                    extras = log_probs is not None
-                elif extras != (log_probs is not None):
-                    raise ValueError("policy must return (actions, log_probs, values) at every step or at none")
-                if log_probs is not None:
-                    log_probs = self._check_extra("log_probs", log_probs, run.shape[0], jobs)
-                    values = self._check_extra("values", values, run.shape[0], jobs)
-                    if out.log_probs is None:
-                        out.log_probs = np.zeros((n, k), dtype=np.float64)
-                        out.values = np.zeros((n, k), dtype=np.float64)
-                    out.log_probs[rows, steps] = log_probs
-                    out.values[rows, steps] = values
-            idle = job_of < 0
-            if idle.any():
-                # Any legal action: the first one under the mask.
-                full[idle] = np.argmax(eng.masks[idle], axis=1) if has_masks else 0
-            full[run] = actions
-            res = eng.step_no_reset(full)
-            out.actions[rows, steps] = actions
-            out.rewards[rows, steps] = res.rewards[run]
-            term = res.terminals[run]
-            done = term | res.truncations[run] | (steps + 1 >= k)
-            out.dones[rows, steps] = done
-            step_of[run] += 1
-            ended = run[done]
-            ended_rows = rows[done]
-            out.lengths[ended_rows] = steps[done] + 1
-            out.terminated[ended_rows] = term[done]
-            finished += ended.shape[0]
-            # Reset the slots that finished (with their next job) and any idle slot that ended.
-            reset = np.zeros(w, dtype=np.bool_)
-            reset[ended] = True
-            reset |= idle & (res.terminals | res.truncations)
-            if reset.any():
-                seeds = [None] * w
-                job_of[ended] = -1
-                for s in ended.tolist():
-                    nxt = started
-                    if nxt < n:
-                        job_of[s] = nxt
-                        step_of[s] = 0
-                        seeds[s] = self.seed + first_job + nxt
-                        if tables is not None:
-                            tables[s] = self._random_table(first_job + nxt)
-                        started += 1
-                eng.reset_envs(reset, seeds)
-            if ended_rows.shape[0]:
-                yield ended_rows
+                    extras = has_extras
+                    if extras:
+                        slots.add_extras(self.max_steps)
+                    tail = packed()
+            advance = parallel if (running or min(w, n)) >= self._parallel_min else serial
+            advance(source, n_iters, *head, given, log_probs, values, *tail)
+            if ctl[STATUS]:
+                self._raise_bad_action(first_job, raw)
+            if ctl[N_ENDED]:
+                yield ended[:ctl[N_ENDED]].copy()
+            if ctl[FINISHED] >= n:
+                break
+        slots.complete = True
 
     # -- prefetching ---------------------------------------------------------------------
     def _slot_set(self, n: int) -> _Slots:
         if not self.prefetch:
-            return _Slots(n, self.max_steps, self.engine, self._act_shape, self._act_dtype)
+            # The last batch's arrays once the caller dropped every reference to them: new
+            # memory costs a page fault for every page the batch writes (a third of the time
+            # of a Tetris batch).
+            spare = self._spare
+            if spare is None or spare.n != n or not _unreferenced(spare):
+                spare = _Slots(n, self.max_steps, self.engine, self._act_shape, self._act_dtype)
+            self._spare = spare
+            return spare
         if not self._sets or self._sets[0].n != n:
             self._sets = [_Slots(n, self.max_steps, self.engine, self._act_shape, self._act_dtype) for _ in range(2)]
             self._turn = 0
@@ -587,7 +699,7 @@ class EpisodeCollector:
             slots = _Slots(n, self.max_steps, self.engine, self._act_shape, self._act_dtype)
             done = np.zeros(n, dtype=np.bool_)
             given = 0
-            for rows in self._run(slots, first):
+            for rows in self._run(slots, first, steps_per_call=1):
                 done[rows] = True
                 while given < n and done[given]:
                     yield slots.batch._rows(slice(given, given + 1))
@@ -601,6 +713,7 @@ class EpisodeCollector:
             return
         self._closed = True
         self._cancel_pending(closing=True)
+        self._spare = None
         self.engine.close()
 
     @property
