@@ -23,7 +23,7 @@ Buffers (``N = num_envs``):
 import numpy as np
 from numba import njit, prange
 
-from vecsim.jit import kernel_options
+from vecsim.jit import kernel_options, step_and_write
 from vecsim.contract import no_pre_step
 from vecsim.rng import seed_env
 
@@ -36,6 +36,10 @@ OPTS_PARALLEL = kernel_options("PRECISION", True)
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 OK, BAD_ACTION, FINISHED_ENV, ILLEGAL_ACTION = 0, 1, 2, 3
 _ONE = np.uint64(1)
+
+# The step, observation and mask of one env in one call (see vecsim.jit.step_and_write).
+_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION")
+
 
 @njit(**OPTS_SERIAL)
 def _reset_outputs(i, events, rewards, elapsed, term, trunc, needs_reset, has_final):
@@ -112,7 +116,7 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         if not (mode == NEXT_STEP and STEP_USES_RNG and was_done[i]):
             was_done[i] = needs_reset[i]
-            reward, terminated = _game.STEP_ENV(s, p, i, actions, events, rng)
+            reward, terminated = _step_and_write(s, p, i, actions, events, rng, obs, masks)
             t = elapsed[i] + 1
             elapsed[i] = t
             truncated = max_steps > 0 and t >= max_steps
@@ -120,8 +124,6 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
             term[i] = terminated
             trunc[i] = truncated
             needs_reset[i] = terminated | truncated
-            _game.write_obs(s, p, i, obs)
-            _game.write_mask(s, p, i, masks)
     if mode == NEXT_STEP and not STEP_USES_RNG:
         # Envs that were due for reset were stepped from their final state above (a step
         # that draws nothing and touches only its own env); resetting them now leaves

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from vecsim.contract import no_pre_step
-from vecsim.jit import kernel_options
+from vecsim.jit import kernel_options, step_and_write
 from vecsim.rng import mix64, randint, seed_env, uniform
 
 import GAME_MODULE as _game
@@ -46,6 +46,7 @@ from GAME_MODULE import Params, State  # parfor lowering looks these names up he
 
 OPTS_SERIAL = kernel_options("PRECISION", False)
 OPTS_PARALLEL = kernel_options("PRECISION", True)
+_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION")
 
 #: Where the actions come from.
 SOURCE_POLICY, SOURCE_TABLE, SOURCE_RANDOM = 0, 1, 2
@@ -231,7 +232,9 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
                 t = step_of[w]
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 PRE_STEP(s, p, w, actions)
-                reward, terminated = _game.STEP_ENV(s, p, w, actions, events, rng)
+                # Observation and mask are written even at the end (one call; a finished
+                # slot's next job overwrites them).
+                reward, terminated = _step_and_write(s, p, w, actions, events, rng, obs, masks)
                 _record_KIND(act_out, j, t, actions, w)
                 rew_out[j, t] = reward
                 if keep_extras:
@@ -246,8 +249,6 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
                     len_out[j] = t + 1
                     term_out[j] = terminated
                 else:
-                    _game.write_obs(s, p, w, obs)
-                    _game.write_mask(s, p, w, masks)
                     _keep_step(j, t + 1, w, obs, masks, obs_out, mask_out)
         # Slots whose episode ended take the next jobs, in slot order.
         n_fresh = 0

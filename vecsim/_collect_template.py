@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from vecsim.contract import no_pre_step
-from vecsim.jit import kernel_options
+from vecsim.jit import kernel_options, step_and_write
 from vecsim.rng import seed_env
 
 import GAME_MODULE as _game
@@ -23,6 +23,7 @@ from GAME_MODULE import Params, State  # parfor lowering looks these names up he
 from POLICY_MODULE import POLICY_NAME as _policy
 
 OPTS = kernel_options("PRECISION", True)
+_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION")
 
 
 @njit(**OPTS)
@@ -62,10 +63,8 @@ def collect(seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out
                     break
                 act_out[j, t] = a
                 PRE_STEP(s, p, w, actions)
-                reward, terminated = _game.STEP_ENV(s, p, w, actions, events, rng)
+                reward, terminated = _step_and_write(s, p, w, actions, events, rng, obs, masks)
                 rew_out[j, t] = reward
-                _game.write_obs(s, p, w, obs)
-                _game.write_mask(s, p, w, masks)
                 t += 1
                 truncated = env_max_steps > 0 and t >= env_max_steps
                 done = terminated or truncated or t >= max_steps
