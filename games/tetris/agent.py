@@ -118,9 +118,9 @@ from games.tetris import (
 from games._bits import ctz, popcount
 from games.tetris.pieces import (
     CELLS, COL_BOTTOM, COL_MASKS, DROP_Y, FULL_ROW, H, HEIGHT, HIDDEN, MIN_COL, N_POSES, ROW_MASKS,
-    SPAWN_BOX_COL, W, WIDTH,
+    SPAWN_BOX_COL, W,
 )
-from games.tetris.rules import F_COL_T, F_HOLES, F_ROW_T, board_features, drop_legal, drop_row, hold_target
+from games.tetris.rules import F_COL_T, F_HOLES, F_ROW_T, board_features, drop_row, hold_target
 from vecsim.contract import param
 from vecsim.jit import EXACT_OPTIONS, exact
 
