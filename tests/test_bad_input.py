@@ -88,6 +88,7 @@ def test_param_that_is_not_a_number(game_id):
     ({"precision": "float16"}, ValueError, "precision='float16'"),
     ({"max_episode_steps": 0}, ValueError, "max_episode_steps=0"),
     ({"max_episode_steps": 2.5}, ValueError, "max_episode_steps=2.5"),
+    ({"max_episode_steps": 2**31}, ValueError, r"\[1, 2147483647\].*max_episode_steps=2147483648"),
     ({"parallel": "yes"}, ValueError, "parallel='yes'"),
 ])
 def test_bad_engine_options(game_id, kwargs, error, text):

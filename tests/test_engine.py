@@ -285,6 +285,28 @@ def test_step_result_of_the_engine_marks_finished_envs(game_id, actions_for, rng
     assert all(result.is_done(i) for i in range(8))
 
 
+@pytest.mark.parametrize("num_envs", [1, 63, 64, 130])
+def test_the_kernel_packs_the_finished_envs_of_step_no_reset(num_envs):
+    # Episodes of 1 to 3 steps, so that every step finishes a different subset of envs,
+    # including the partial last word of the mask.
+    eng = vecsim.make("CartPole-v1", num_envs, max_episode_steps=3)
+    eng.reset(seed=1)
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        result = eng.step_no_reset(rng.integers(0, 2, num_envs))
+        done = result.terminals | result.truncations
+        mask = result.to_reset_mask()
+        assert mask is result.done_mask and mask == ResetMask.from_bools(done)
+        assert result.num_done == int(done.sum()) == mask.count()
+        eng.reset_envs(mask if result.num_done else ResetMask(num_envs))
+        assert result.to_reset_mask() == ResetMask.from_bools(done)  # still the step's mask
+        assert not (eng.terminals | eng.truncations).any()
+        for i in rng.choice(num_envs, size=min(num_envs, 3), replace=False):
+            eng.state.theta[i] = 1.0  # past the threshold: env i terminates next step
+    eng.step(np.zeros(num_envs, dtype=np.int64))
+    assert result.done_mask is None and result.num_done == -1
+
+
 # -- caller-supplied buffers -------------------------------------------------------------
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_caller_buffers_are_written_in_place(game_id, order, actions_for, rng):

@@ -13,19 +13,26 @@ Buffers (``N = num_envs``):
     rewards   (N,) float64 (float32 in precision="float32")
     term, trunc, needs_reset, has_final   (N,) bool each
     final_obs like ``obs``: terminal observations in SAME_STEP mode
-    elapsed   (N,) int64 steps in the current episode
+    elapsed   (N,) int32 steps in the current episode (saturates at 2**31 - 1; 32-bit so that
+              the float32 step loop keeps 8 lanes)
     rng       (N, 2) uint64 per-env stream key and counter
     P         (n_params,) or (n_params, N) game constants
     events    (N, n_events) int64
     masks     (N, n_actions) bool (or (N, 0) for games without masks)
+    acts32    (N,) int32: the checked discrete actions, narrowed for the step loops (an
+              8-lane float32 loop over envs vectorises only if its integer loads are 32-bit
+              too; with int64 actions LLVM picks 4 lanes). Unused for Box actions.
+    done_words ((N + 63) // 64,) uint64: after a NO_RESET step, bit i is env i's
+              ``terminated | truncated`` (what ``StepResult.to_reset_mask`` returns)
+    needs_u64 (8 * len(done_words),) uint64: the bytes of ``needs_reset`` and its zero padding
 """
 
 import numpy as np
 from numba import njit, prange
 
-from vecsim.jit import kernel_options, step_and_write
-from vecsim.contract import no_pre_step
+from vecsim.jit import kernel_options, reset_and_write, step_and_write
 from vecsim.rng import seed_env
+from games._bits import ctz
 
 import GAME_MODULE as _game
 from GAME_MODULE import Params, State  # parfor lowering looks these names up here
@@ -36,21 +43,16 @@ OPTS_PARALLEL = kernel_options("PRECISION", True)
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 OK, BAD_ACTION, FINISHED_ENV, ILLEGAL_ACTION = 0, 1, 2, 3
 _ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+_MAX_ELAPSED = 2**31 - 1
+_GATHER_BITS = np.uint64(0x0102040810204080)  # byte j's bit 0 -> bit 56 + j
+_SUM_BYTES = np.uint64(0x0101010101010101)  # sum of the 8 bytes -> top byte
+_S56 = np.uint64(56)
 
 # The step, observation and mask of one env in one call (see vecsim.jit.step_and_write).
 _step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION")
-
-
-@njit(**OPTS_SERIAL)
-def _reset_outputs(i, events, rewards, elapsed, term, trunc, needs_reset, has_final):
-    """Outputs of env ``i`` right after a reset: no reward, no flags, no events, step 0."""
-    events[i, :] = 0
-    rewards[i] = 0.0
-    elapsed[i] = 0
-    term[i] = False
-    trunc[i] = False
-    needs_reset[i] = False
-    has_final[i] = False
+# Its reset, fresh-episode outputs, observation and mask in one call (vecsim.jit.reset_and_write).
+_reset_and_write = reset_and_write(_game)
 
 
 # KERNELS BEGIN
@@ -58,8 +60,10 @@ def _reset_outputs(i, events, rewards, elapsed, term, trunc, needs_reset, has_fi
 
 @njit(**OPTS_MODE)
 def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, has_final, final_obs, elapsed, rng, P,
-              events, masks, was_done, STATE_ARGS):
-    """Step every env; returns (status, env index): OK, BAD_ACTION, FINISHED_ENV or ILLEGAL_ACTION.
+              events, masks, was_done, acts32, done_words, needs_u64, STATE_ARGS):
+    """Step every env; returns (status, value). status is OK, BAD_ACTION, FINISHED_ENV or
+    ILLEGAL_ACTION; value is the offending env's index, or with OK in NO_RESET mode the number
+    of envs that finished (their bits are in ``done_words``).
 
     ``State`` and ``Params`` are built inside each loop body: only arrays that are direct
     arguments of a prange body are marked noalias, which is what lets the loop vectorise.
@@ -68,24 +72,25 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
     """
     n = elapsed.shape[0]
     # Checks run serially: a parallel reduction would need NRT allocation (kernels have none),
-    # and a counting loop without early exit vectorises anyway.
+    # and a counting loop without early exit vectorises anyway. One pass for all of them.
     nbad = 0
+    nfinished = 0
     for i in range(n):
         p = Params(PARAM_ROWS)
         nbad += not _game.action_ok(p, actions, i)
+        was = needs_reset[i]
+        nfinished += was
+        was_done[i] = was  # here rather than in the step loop, which vectorises only with few arrays
+        acts32[i] = actions[i]  # NARROW ACTIONS (kept only for Discrete actions)
     if nbad > 0:
         for i in range(n):
             p = Params(PARAM_ROWS)
             if not _game.action_ok(p, actions, i):
                 return BAD_ACTION, i
-    if mode == NO_RESET:
-        nfinished = 0
+    if mode == NO_RESET and nfinished > 0:
         for i in range(n):
-            nfinished += needs_reset[i]
-        if nfinished > 0:
-            for i in range(n):
-                if needs_reset[i]:
-                    return FINISHED_ENV, i
+            if needs_reset[i]:
+                return FINISHED_ENV, i
     # MASK CHECK BEGIN (kept only for games that declare enforce_mask)
     nillegal = 0
     for i in range(n):
@@ -102,22 +107,19 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
         # stream. Reset those envs before the step pass, which then skips them.
         for i in prange(n):
             s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-            was = needs_reset[i]
-            was_done[i] = was
-            if was:
-                _game.reset_env(s, p, i, rng)
-                _reset_outputs(i, events, rewards, elapsed, term, trunc, needs_reset, has_final)
-                _game.write_obs(s, p, i, obs)
-                _game.write_mask(s, p, i, masks)
+            if was_done[i]:
+                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
+                                 masks)
+    # PRE STEP BEGIN (kept only for games with a pre_step_env)
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        PRE_STEP(s, p, i, actions)
+        _game.pre_step_env(s, p, i, STEP_ACTIONS)
+    # PRE STEP END
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         if not (mode == NEXT_STEP and STEP_USES_RNG and was_done[i]):
-            was_done[i] = needs_reset[i]
-            reward, terminated = _step_and_write(s, p, i, actions, events, rng, obs, masks)
-            t = elapsed[i] + 1
+            reward, terminated = _step_and_write(s, p, i, STEP_ACTIONS, events, rng, obs, masks)
+            t = min(elapsed[i] + 1, _MAX_ELAPSED)
             elapsed[i] = t
             truncated = max_steps > 0 and t >= max_steps
             rewards[i] = reward
@@ -131,10 +133,8 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
         for i in prange(n):
             if was_done[i]:
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-                _game.reset_env(s, p, i, rng)
-                _reset_outputs(i, events, rewards, elapsed, term, trunc, needs_reset, has_final)
-                _game.write_obs(s, p, i, obs)
-                _game.write_mask(s, p, i, masks)
+                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
+                                 masks)
     elif mode == SAME_STEP:
         for i in prange(n):
             done = needs_reset[i]
@@ -147,6 +147,18 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
                 needs_reset[i] = False
                 _game.write_obs(s, p, i, obs)
                 _game.write_mask(s, p, i, masks)
+    elif mode == NO_RESET:
+        # Pack the flags 8 at a time: ``needs_u64`` views ``needs_reset`` (zero-padded to whole
+        # words) as uint64, 8 bool bytes each; a multiply gathers their low bits into a byte.
+        ndone = _ZERO
+        for w in range(done_words.shape[0]):
+            word = _ZERO
+            for k in range(8):
+                v = needs_u64[w * 8 + k]
+                word |= ((v * _GATHER_BITS) >> _S56) << np.uint64(8 * k)
+                ndone += (v * _SUM_BYTES) >> _S56
+            done_words[w] = word
+        return OK, np.int64(ndone)
     return OK, -1
 
 
@@ -158,25 +170,22 @@ def reset_MODE(words, seed_mode, seed, seeds, obs, rewards, term, trunc, needs_r
     seed_mode 0: continue each env's stream; 1: env i gets seed ``seed + i``;
     2: env i gets ``seeds[i]`` where that is >= 0 and continues its stream otherwise.
     """
-    # Over words, not envs: a sparse mask (a few finished envs) costs one test per 64 envs.
+    # Over words, then over their set bits only: a sparse mask (a few finished envs) costs
+    # one test per 64 envs and no unpredictable branch per env.
     n = elapsed.shape[0]
     for w in prange(words.shape[0]):
         word = words[w]
-        if word == 0:
-            continue
-        for b in range(64):
-            i = w * 64 + b
-            if i >= n or not (word >> np.uint64(b)) & _ONE:
-                continue
+        while word != 0:
+            i = w * 64 + ctz(word)
+            word &= word - _ONE
+            if i >= n:
+                break
             s, p = State(STATE_ARGS), Params(PARAM_ROWS)
             if seed_mode == 1:
                 seed_env(rng, i, seed + i)
             elif seed_mode == 2 and seeds[i] >= 0:
                 seed_env(rng, i, seeds[i])
-            _game.reset_env(s, p, i, rng)
-            _reset_outputs(i, events, rewards, elapsed, term, trunc, needs_reset, has_final)
-            _game.write_obs(s, p, i, obs)
-            _game.write_mask(s, p, i, masks)
+            _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks)
 
 
 @njit(**OPTS_MODE)

@@ -37,8 +37,9 @@ _COLLECT_STEP_TEMPLATE = _HERE / "_collect_step_template.py"
 #: helpers kernels call (editing the CLI or the VectorEnv must not recompile games). A
 #: template is hashed as the source text rendered from it, so editing a collector template
 #: does not recompile the batched kernels.
-_ENGINE_SOURCES = sorted(_HERE / name for name in (
-    "_batch_template.py", "_codegen.py", "contract.py", "fastmath.py", "jit.py", "rng.py"))
+_ENGINE_SOURCES = sorted([_HERE / name for name in (
+    "_batch_template.py", "_codegen.py", "contract.py", "fastmath.py", "jit.py", "rng.py")]
+    + [_HERE.parent / "games" / "_bits.py"])
 _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], object] = {}
 
@@ -68,14 +69,14 @@ def _split_template(text: str) -> tuple[str, str, str]:
     return head, body, tail
 
 
-def render_source(game: GameSpec, precision: str) -> str:
-    """The source text of the kernel module for ``game`` at ``precision``."""
+def render_source(game: GameSpec, precision: str, discrete: bool) -> str:
+    """The source text of the kernel module for ``game`` at ``precision``; ``discrete`` says
+    whether its actions are ``Discrete`` (narrowed to int32 for the step loops) or ``Box``."""
     mod = game.module
     fields = list(game.state_cls._fields)
     n_params = len(game.params_cls._fields)
     fast = precision == "float32" and hasattr(mod, "step_env_fast")
     step_fn = "step_env_fast" if fast else "step_env"
-    pre_step = "_game.pre_step_env" if hasattr(mod, "pre_step_env") and not fast else "no_pre_step"
     uses_rng = bool(getattr(mod, "STEP_USES_RNG", True))
     head, body, tail = _split_template(_TEMPLATE.read_text())
     variants = []
@@ -89,7 +90,11 @@ def render_source(game: GameSpec, precision: str) -> str:
     text = re.sub(r"\bSTATE_ARGS\b", state_args, text)
     text = re.sub(r"\bPARAM_ROWS\b", param_rows, text)
     text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
-    text = re.sub(r"\bPRE_STEP\b", pre_step, text)
+    if fast or not hasattr(mod, "pre_step_env"):  # no empty parallel region
+        text = re.sub(r"    # PRE STEP BEGIN.*?# PRE STEP END\n", "", text, flags=re.S)
+    text = re.sub(r"\bSTEP_ACTIONS\b", "acts32" if discrete else "actions", text)
+    if not discrete:
+        text = re.sub(r"\n *acts32\[i\] = actions\[i\]  # NARROW ACTIONS.*", "", text)
     text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
     if not hasattr(mod, "enforce_mask"):
         text = re.sub(r"    # MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S)
@@ -131,13 +136,13 @@ def _fingerprint(game: GameSpec, source: str, extra_files=()) -> str:
     return h.hexdigest()[:16]
 
 
-def load_kernels(game: GameSpec, precision: str):
+def load_kernels(game: GameSpec, precision: str, discrete: bool):
     """The generated kernel module for ``game`` and ``precision`` (written once, then cached)."""
     key = (game.module.__name__, precision)
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
-        source = render_source(game, precision)
+        source = render_source(game, precision, discrete)
         name = f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}_{_fingerprint(game, source)}"
         module = _import_generated(name, source)
         _LOADED[key] = module

@@ -179,13 +179,11 @@ def vecsim_no_reset_runner(game_id: str, num_envs: int, precision: str = "float6
         next_actions = LegalActions(masks, seed=seed)
     else:
         next_actions = itertools.cycle(action_batches(engine.single_action_space, num_envs, seed=seed)).__next__
-    done = np.zeros(num_envs, dtype=np.bool_)
 
     def step():
         result = engine.step_no_reset(next_actions())
-        np.logical_or(result.terminals, result.truncations, out=done)
-        if done.any():
-            engine.reset_envs(done)
+        if result.num_done:
+            engine.reset_envs(result.to_reset_mask())
 
     return Runner(VECSIM_NO_RESET, game_id, num_envs, step, engine.close)
 

@@ -23,6 +23,8 @@ from vecsim.step_result import StepResult
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 _OK, _BAD_ACTION, _FINISHED_ENV, _ILLEGAL_ACTION = 0, 1, 2, 3
 PRECISIONS = ("float64", "float32")
+#: Largest ``max_episode_steps``: the per-env step counter is int32.
+MAX_EPISODE_STEPS = 2**31 - 1
 
 #: Default batch size from which ``parallel="auto"`` uses the parallel kernel, for games that
 #: declare no ``PARALLEL_MIN_ENVS``. Below it a serial kernel wins: a parallel launch costs a
@@ -94,9 +96,11 @@ class Engine:
             raise ValueError(f"num_envs must be an int >= 1, but got num_envs={num_envs!r}")
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, but got precision={precision!r}")
-        if max_episode_steps is not None and (not _is_int(max_episode_steps) or max_episode_steps < 1):
+        if max_episode_steps is not None and (not _is_int(max_episode_steps)
+                                              or not 1 <= max_episode_steps <= MAX_EPISODE_STEPS):
             raise ValueError(
-                f"max_episode_steps must be an int >= 1 or None, but got max_episode_steps={max_episode_steps!r}"
+                f"max_episode_steps must be an int in [1, {MAX_EPISODE_STEPS}] or None, "
+                f"but got max_episode_steps={max_episode_steps!r}"
             )
         if parallel not in ("auto", True, False):
             raise ValueError(f"parallel must be 'auto', True or False, but got parallel={parallel!r}")
@@ -121,10 +125,10 @@ class Engine:
         self.event_names = tuple(mod.EVENTS)
         self.n_mask = int(self.single_action_space.n) if mod.HAS_ACTION_MASK else 0
 
-        # Column-major observations let a vectorised float32 loop store consecutive envs at
-        # consecutive addresses. The float64 loops call libm and never vectorise, so they keep
-        # row-major buffers, which copy ten times faster for Gymnasium's copy=True.
-        order = mod.OBS_ORDER if precision == "float32" else "C"
+        # Column-major observations (games with OBS_ORDER "F") let the vectorised step loop
+        # store consecutive envs at consecutive addresses. Gymnasium's copy=True copies them
+        # in their own layout (order="K"), a plain memcpy.
+        order = mod.OBS_ORDER
         self.obs = np.zeros((n, self.obs_dim), dtype=self.obs_dtype, order=order)
         self.rewards = np.zeros(n, dtype=self._float)
         self.terminals = np.zeros(n, dtype=np.bool_)
@@ -132,14 +136,19 @@ class Engine:
         if buffers:
             self._adopt_buffers(buffers)
         self.final_obs = np.zeros((n, self.obs_dim), dtype=self.obs_dtype, order=order)
-        self.needs_reset = np.zeros(n, dtype=np.bool_)
+        # Zero-padded to whole 64-env words, so the step kernel can read it 8 flags at a time.
+        self._needs_pad = np.zeros((n + 63) // 64 * 64, dtype=np.bool_)
+        self.needs_reset = self._needs_pad[:n]
         self.has_final = np.zeros(n, dtype=np.bool_)
-        self.elapsed = np.zeros(n, dtype=np.int64)
+        self.elapsed = np.zeros(n, dtype=np.int32)  # steps in the episode (saturating)
         self.rng = np.zeros((n, 2), dtype=np.uint64)
         self.events = np.zeros((n, len(self.event_names)), dtype=np.int64)
         self.masks = np.ones((n, self.n_mask), dtype=np.bool_)
         self._P = P
         self._was_done = np.zeros(n, dtype=np.bool_)  # kernel scratch: envs due for reset
+        self._acts32 = np.zeros(n, dtype=np.int32)  # kernel scratch: checked discrete actions
+        # Filled by every step_no_reset: the envs that finished, for StepResult.to_reset_mask.
+        self._done_mask = ResetMask(n)
         self._seeds = np.full(n, -1, dtype=np.int64)
         self._all_words = ResetMask.all(n).words
         self._bool_words = np.zeros_like(self._all_words)
@@ -148,7 +157,7 @@ class Engine:
         self._has_reset = False
         self._closed = False
 
-        kernels = load_kernels(game, precision)
+        kernels = load_kernels(game, precision, self._discrete)
         if parallel == "auto":
             self.parallel = n >= parallel_min_envs(game) and numba.get_num_threads() > 1
         else:
@@ -164,7 +173,8 @@ class Engine:
         # Everything after ``actions`` in the step kernel's signature, packed once.
         self._step_tail = (self.obs, self.rewards, self.terminals, self.truncations, self.needs_reset,
                            self.has_final, self.final_obs, self.elapsed, self.rng, P, self.events,
-                           self.masks, self._was_done) + state
+                           self.masks, self._was_done, self._acts32, self._done_mask.words,
+                           self._needs_pad.view(np.uint64)) + state
         self._reset_tail = (self.obs, self.rewards, self.terminals, self.truncations, self.needs_reset,
                             self.has_final, self.elapsed, self.rng, P, self.events, self.masks) + state
         self._observe_args = (self.obs, self.masks, P) + state
@@ -405,6 +415,7 @@ class Engine:
         """
         self._check_open()
         mode, base = self._seed_args(seed)
+        self._forget_done()
         self._reset_kernel(self._all_words, mode, base, self._seeds, *self._reset_tail)
         self._has_reset = True
         return self.obs
@@ -425,6 +436,12 @@ class Engine:
             self._has_reset = bool(np.array_equal(words, self._all_words))
         return self.obs
 
+    def _forget_done(self) -> None:
+        """Drop the kernel-packed mask of the last ``step_no_reset`` (another step or a full
+        reset follows; ``StepResult.to_reset_mask`` then reads the flags)."""
+        self.result.done_mask = None
+        self.result.num_done = -1
+
     def _check_started(self) -> None:
         if not self._has_reset:
             raise RuntimeError("call reset() before stepping")
@@ -439,9 +456,12 @@ class Engine:
         self._check_open()
         self._check_started()
         acts = self.coerce_actions(actions)
+        self._forget_done()  # until the kernel has filled the mask again
         status, index = self._step_kernel(NO_RESET, self._max_steps, acts, *self._step_tail)
         if status:
             self._raise_step_error(status, index, acts)
+        self.result.done_mask = self._done_mask
+        self.result.num_done = index
         return self.result
 
     def step(self, actions):
@@ -452,6 +472,7 @@ class Engine:
         self._check_open()
         self._check_started()
         acts = self.coerce_actions(actions)
+        self._forget_done()
         status, index = self._step_kernel(NEXT_STEP, self._max_steps, acts, *self._step_tail)
         if status:
             self._raise_step_error(status, index, acts)
@@ -459,6 +480,7 @@ class Engine:
 
     def step_mode(self, mode: int, acts: np.ndarray) -> None:
         """Run the step kernel in ``mode`` on already coerced actions (for the front ends)."""
+        self._forget_done()
         status, index = self._step_kernel(mode, self._max_steps, acts, *self._step_tail)
         if status:
             self._raise_step_error(status, index, acts)

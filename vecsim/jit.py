@@ -61,6 +61,11 @@ _FUSED: dict = {}
 _FUSED_LOCK = threading.Lock()
 
 
+def _inline_copy(fn, opts: dict):
+    """A copy of the njit function ``fn`` compiled with ``opts`` and ``inline="always"``."""
+    return njit(**dict(opts, inline="always"))(fn.py_func)
+
+
 def step_and_write(game_module, step_name: str, precision: str):
     """The njit function ``f(s, p, i, actions, events, rng, obs, masks) -> (reward, terminated)``
     of a game: its step (``step_name``: ``"step_env"`` or ``"step_env_fast"``), then
@@ -78,8 +83,8 @@ def step_and_write(game_module, step_name: str, precision: str):
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
-            step = njit(**dict(opts, inline="always"))(getattr(game_module, step_name).py_func)
-            mask = njit(**dict(opts, inline="always"))(game_module.write_mask.py_func)
+            step = _inline_copy(getattr(game_module, step_name), opts)
+            mask = _inline_copy(game_module.write_mask, opts)
             write_obs = game_module.write_obs
 
             @njit(**opts)
@@ -88,6 +93,40 @@ def step_and_write(game_module, step_name: str, precision: str):
                 write_obs(s, p, i, obs)
                 mask(s, p, i, masks)
                 return reward, terminated
+
+            _FUSED[key] = fused
+        return _FUSED[key]
+
+
+def reset_and_write(game_module):
+    """The njit function ``f(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset,
+    has_final, obs, masks)`` of a game: its ``reset_env`` of env ``i``, the outputs of a fresh
+    episode (no reward, flags or events, step 0), then ``write_obs`` and ``write_mask``.
+
+    One call per reset env instead of four, for the reason given in ``step_and_write`` (a
+    sparse reset of CartPole's finished envs went from about 36 to 10 ns an env). Compiled
+    with the exact options whatever the precision: resets draw in float64 either way."""
+    key = (game_module.__name__, "reset_env", "exact")
+    with _FUSED_LOCK:
+        if key not in _FUSED:
+            opts = dict(EXACT_OPTIONS, cache=False)
+            reset = _inline_copy(game_module.reset_env, opts)
+            write_obs = _inline_copy(game_module.write_obs, opts)
+            mask = _inline_copy(game_module.write_mask, opts)
+
+            @njit(**opts)
+            def fused(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks):
+                reset(s, p, i, rng)
+                for k in range(events.shape[1]):
+                    events[i, k] = 0
+                rewards[i] = 0.0
+                elapsed[i] = 0
+                term[i] = False
+                trunc[i] = False
+                needs_reset[i] = False
+                has_final[i] = False
+                write_obs(s, p, i, obs)
+                mask(s, p, i, masks)
 
             _FUSED[key] = fused
         return _FUSED[key]

@@ -28,9 +28,16 @@ class StepResult:
     extras : dict of str to ndarray
         The game's extra per-env outputs (e.g. Tetris's ``placement_cost``, (num_envs, n_actions)
         int16), as views.
+    num_done : int
+        Number of envs that finished in this step (``terminated | truncated``), counted by the
+        step kernel (after ``Engine.step_no_reset``; -1 otherwise).
+    done_mask : ResetMask or None
+        Those envs as packed bits, written by the step kernel (``None`` when the last call
+        was not ``step_no_reset``); what ``to_reset_mask`` returns.
     """
 
-    __slots__ = ("observations", "rewards", "terminals", "truncations", "masks", "events", "event_names", "extras")
+    __slots__ = ("observations", "rewards", "terminals", "truncations", "masks", "events", "event_names", "extras",
+                 "num_done", "done_mask")
 
     def __init__(self, observations, rewards, terminals, truncations, masks, events, event_names=(), extras=None):
         self.observations = observations
@@ -41,6 +48,8 @@ class StepResult:
         self.events = events
         self.event_names = tuple(event_names)
         self.extras = dict(extras or {})
+        self.num_done = -1
+        self.done_mask = None
 
     @property
     def num_envs(self) -> int:
@@ -68,7 +77,15 @@ class StepResult:
         return bool(self.terminals[i] or self.truncations[i])
 
     def to_reset_mask(self) -> ResetMask:
-        """The envs that terminated or were truncated by this step."""
+        """The envs that terminated or were truncated by this step.
+
+        After ``Engine.step_no_reset`` this is the mask the step kernel packed (no work in
+        Python, no allocation): like the arrays, it is overwritten by the next step, so copy
+        it (``ResetMask(m.num_envs, m.words)``) to keep it. It stays the step's mask after
+        ``reset_envs``, which clears the flags.
+        """
+        if self.done_mask is not None:
+            return self.done_mask
         return ResetMask.from_done_flags(self.terminals, self.truncations)
 
     def __repr__(self) -> str:
