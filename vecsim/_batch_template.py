@@ -65,10 +65,12 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
     ILLEGAL_ACTION; value is the offending env's index, or with OK in NO_RESET mode the number
     of envs that finished (their bits are in ``done_words``).
 
-    ``State`` and ``Params`` are built inside each loop body: only arrays that are direct
-    arguments of a prange body are marked noalias, which is what lets the loop vectorise.
     The step loop has no reset branch: envs are stepped in one branch-free pass and the few
-    that must reset are fixed up in a second pass (see ``_fix_up``), so it vectorises.
+    that must reset are fixed up in a later pass, so it vectorises. LLVM vectorises it only
+    with a run-time overlap check of every array it touches (Numba marks no argument
+    ``noalias``) and gives up on that check above a handful of arrays: keep the step loop's
+    own array accesses few (``was_done`` is written in the check pass for that reason;
+    tests/test_vectorised.py guards CartPole's loop).
     """
     n = elapsed.shape[0]
     # Checks run serially: a parallel reduction would need NRT allocation (kernels have none),

@@ -103,9 +103,11 @@ def reset_and_write(game_module):
     has_final, obs, masks)`` of a game: its ``reset_env`` of env ``i``, the outputs of a fresh
     episode (no reward, flags or events, step 0), then ``write_obs`` and ``write_mask``.
 
-    One call per reset env instead of four, for the reason given in ``step_and_write`` (a
-    sparse reset of CartPole's finished envs went from about 36 to 10 ns an env). Compiled
-    with the exact options whatever the precision: resets draw in float64 either way."""
+    One call per reset env instead of four, for the reason given in ``step_and_write`` (for
+    CartPole's six arrays the saving was within this machine's noise; games with many State
+    arrays gain more), and one place for a fresh episode's outputs instead of three copies in
+    the kernel template. Compiled with the exact options whatever the precision: resets draw
+    in float64 either way."""
     key = (game_module.__name__, "reset_env", "exact")
     with _FUSED_LOCK:
         if key not in _FUSED:
