@@ -698,6 +698,12 @@ def test_gymnasium_single_env(mode):
     a = HARD if mode == "primitive" else int(np.flatnonzero(info["action_mask"])[0])
     obs, reward, terminated, truncated, info = env.step(a)
     assert info["pieces"] == 1 and not terminated
+    # The same dict as Gymnasium's unflatten of the flat row: keys, order, dtypes, values.
+    expected = gym.spaces.unflatten(env.observation_space, env.unwrapped.engine.obs[0].copy())
+    assert list(obs) == list(expected) == list(env.observation_space.spaces)
+    for key in expected:
+        assert obs[key].dtype == expected[key].dtype and obs[key].shape == expected[key].shape, key
+        np.testing.assert_array_equal(obs[key], expected[key], err_msg=key)
     if mode == "reach":
         assert info["placement_cost"].shape == (1920,) and info["placement_cost"].dtype == np.int16
     env.close()
