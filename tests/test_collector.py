@@ -56,6 +56,12 @@ def lean_policy(s, p, i, rng):
     return np.int64(np.float32(s.theta[i]) + np.float32(0.3) * np.float32(s.theta_dot[i]) > 0)
 
 
+@njit
+def jitter_policy(s, p, i, rng):
+    """A jitted policy whose episodes end early and at varied lengths (a bit of the state)."""
+    return np.int64(s.theta_dot[i] * 1e4) & 1
+
+
 def assert_same_batch(a: EpisodeBatch, b: EpisodeBatch) -> None:
     for name in ARRAYS:
         x, y = getattr(a, name), getattr(b, name)
@@ -507,13 +513,25 @@ def test_unsigned_actions_too_large_for_int64_are_named_as_returned():
 
 
 # -- reuse of a dropped batch's arrays ---------------------------------------------------
-def test_a_dropped_batch_lends_its_arrays_to_the_next_one():
-    reference = collect(CARTPOLE, 4, 60, "random", 5, 20)
-    with EpisodeCollector(CARTPOLE, 4, 60, "random", 5) as collector:
-        address = collector.request_episodes(10).observations.ctypes.data
+@pytest.mark.parametrize("env_id, policy, max_steps, kwargs", [
+    (CARTPOLE, "random", 60, {}),
+    (CARTPOLE, jitter_policy, 60, {}),
+    (PENDULUM, pendulum_policy, 25, {"max_episode_steps": 9}),
+    (TETRIS, tetris_policy, 64, TETRIS_RULES),
+], ids=["random", "jitted", "box", "tetris-masks"])
+def test_a_dropped_batch_lends_its_arrays_to_the_next_one(env_id, policy, max_steps, kwargs):
+    """The reused arrays are not cleared first: the kernels put back to padding the steps an
+    earlier, longer episode left beyond the new episode's end. The batch equals a fresh one."""
+    reference = collect(env_id, 4, max_steps, policy, 5, 20, **kwargs)
+    with EpisodeCollector(env_id, 4, max_steps, policy, 5, **kwargs) as collector:
+        first = collector.request_episodes(10)
+        address, old_lengths = first.observations.ctypes.data, first.lengths.copy()
+        del first
         batch = collector.request_episodes(10)
         assert batch.observations.ctypes.data == address  # new memory would cost page faults
         assert_same_batch(batch, reference._rows(slice(10, 20)))
+    if env_id != PENDULUM:  # Pendulum's episodes all end at the time limit
+        assert (batch.lengths < old_lengths).any()  # the padding path was taken
 
 
 def test_a_batch_or_an_array_or_a_view_still_held_is_never_overwritten():

@@ -110,7 +110,7 @@ LEAKY_ARG_COUNT = 20
 
 
 #: The kernels whose signatures ``_pad_signatures`` checks.
-_KERNEL_NAMES = r"(?:step|reset|observe|advance)_(?:serial|parallel)|collect|clear_rows"
+_KERNEL_NAMES = r"(?:step|reset|observe|advance)_(?:serial|parallel)|collect"
 
 
 def _pad_signatures(text: str) -> str:
@@ -199,8 +199,8 @@ def load_collect_kernel(game: GameSpec, precision: str, policy):
 
 
 def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool):
-    """The cached per-step collection kernels of ``game`` (``advance_serial``, ``advance_parallel``,
-    ``clear_rows``) for its ``Discrete`` (``discrete=True``) or ``Box`` actions."""
+    """The cached per-step collection kernels of ``game`` (``advance_serial`` and
+    ``advance_parallel``) for its ``Discrete`` (``discrete=True``) or ``Box`` actions."""
     kind = "discrete" if discrete else "box"
     key = (game.module.__name__, precision, "collect_step", kind)
     with _LOCK:

@@ -171,18 +171,25 @@ def _start_job(w, j, seeds, pol_rng, obs_out, mask_out, obs, masks, rng, P, STAT
 
 
 @njit(**OPTS_SERIAL)
-def clear_rows(lengths, obs_out, act_out, rew_out, done_out, mask_out):
-    """Zero steps ``t < lengths[b]`` of every row (the rest is padding already): reuse a batch's arrays."""
-    for b in range(lengths.shape[0]):
-        for t in range(lengths[b]):
-            for k in range(obs_out.shape[2]):
-                obs_out[b, t, k] = 0
-            _clear_action_KIND(act_out, b, t)
-            rew_out[b, t] = 0
-            done_out[b, t] = True
-            if mask_out.shape[0] > 0:
-                for k in range(mask_out.shape[2]):
-                    mask_out[b, t, k] = False
+def _end_job(j, n_steps, terminated, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out):
+    """Close job ``j``'s row after ``n_steps`` steps.
+
+    Reused arrays are not cleared before a collection: ``len_out[j]`` still holds the length
+    of the episode the row held before, and the steps from ``n_steps`` up to it go back to
+    padding here (every earlier step was just overwritten). Only the steps an earlier, longer
+    episode wrote are touched, not the whole ``[B, K]`` block.
+    """
+    for t in range(n_steps, len_out[j]):
+        for k in range(obs_out.shape[2]):
+            obs_out[j, t, k] = 0
+        _clear_action_KIND(act_out, j, t)
+        rew_out[j, t] = 0
+        done_out[j, t] = True
+        if mask_out.shape[0] > 0:
+            for k in range(mask_out.shape[2]):
+                mask_out[j, t, k] = False
+    len_out[j] = n_steps
+    term_out[j] = terminated
 
 
 # KERNELS BEGIN
@@ -246,8 +253,7 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
                 step_of[w] = t + 1
                 fin[w] = done
                 if done:
-                    len_out[j] = t + 1
-                    term_out[j] = terminated
+                    _end_job(j, t + 1, terminated, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out)
                 else:
                     _keep_step(j, t + 1, w, obs, masks, obs_out, mask_out)
         # Slots whose episode ended take the next jobs, in slot order.

@@ -71,5 +71,16 @@ def collect(seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out
                 done_out[j, t - 1] = done
                 if done:
                     break
+            # Reused arrays are not cleared before a collection: len_out[j] still holds the
+            # length of the row's earlier episode, whose later steps go back to padding here.
+            for tt in range(t, len_out[j]):
+                for k in range(obs_dim):
+                    obs_out[j, tt, k] = 0
+                act_out[j, tt] = 0
+                rew_out[j, tt] = 0
+                done_out[j, tt] = True
+                if keep_masks:
+                    for k in range(n_mask):
+                        mask_out[j, tt, k] = False
             len_out[j] = t
             term_out[j] = terminated

@@ -131,20 +131,23 @@ class _Slots:
         self.complete = False
         self._extras = None  # log_probs and values arrays of an earlier batch, for reuse
 
-    def clear(self, first_job: int, seed: int, clear_rows) -> None:
+    def clear(self, first_job: int, seed: int) -> None:
+        """Make the arrays ready for a collection of jobs ``first_job ..``.
+
+        After a complete collection nothing is cleared here: ``lengths`` keeps each row's
+        last length, and the kernels put back to padding only the steps beyond the new
+        episode's end that the old one wrote (for long episodes, none). After an interrupted
+        one every array is reset.
+        """
         b = self.batch
-        if not self._fresh:
-            if self.complete:
-                masks = b.action_masks if b.action_masks is not None else _NO_MASKS
-                clear_rows(b.lengths, b.observations, b.actions, b.rewards, b.dones, masks)
-            else:
-                for arr in (b.observations, b.actions, b.rewards):
-                    arr.fill(0)
-                b.dones.fill(True)
-                if b.action_masks is not None:
-                    b.action_masks.fill(False)
-            b.terminated.fill(False)
+        if not self._fresh and not self.complete:
+            for arr in (b.observations, b.actions, b.rewards):
+                arr.fill(0)
+            b.dones.fill(True)
+            if b.action_masks is not None:
+                b.action_masks.fill(False)
             b.lengths.fill(0)
+        b.terminated.fill(False)
         self._fresh = False
         self.complete = False
         if b.log_probs is not None:  # the batch has them only if its policy returns them
@@ -507,7 +510,7 @@ class EpisodeCollector:
         rest. Action-array and random policies play ``steps_per_call`` steps per kernel call.
         """
         kern = self._kernels
-        slots.clear(first_job, self.seed, kern.clear_rows)
+        slots.clear(first_job, self.seed)
         if self._policy_kind == "jitted":
             yield from self._run_jitted(slots, first_job)
             return

@@ -169,57 +169,73 @@ def lock(s, i, t, r, y, x):
 def board_features(rows, i, feat):
     """Column heights, holes, bumpiness, row and column transitions and wells of env ``i``'s
     board into ``feat[i, :15]`` (the definitions of SPEC.md), a row at a time with bit
-    operations: ``seen`` marks columns with a filled cell above the current row, and the
-    length of the vertical run of well cells ending at the current row is kept per column
-    as a 5-bit counter sliced across ``run0``..``run4`` (bit ``c`` of ``runk`` is bit ``k``
-    of column ``c``'s count; a run never exceeds H = 24 < 32)."""
+    operations and no data-dependent branch in the row loop.
+
+    ``seen`` marks the columns with a filled cell at or above the current row. Two per-column
+    5-bit counters are kept bit-sliced across five words (bit ``c`` of word ``k`` is bit ``k``
+    of column ``c``'s count; counts never exceed H = 24 < 32):
+
+    * ``h0``..``h4``: the column's height, one more for every row from its highest filled
+      cell down (each row adds ``seen``);
+    * ``run0``..``run4``: the length of the vertical run of well cells ending at the current
+      row (every run grows by one, then the runs not continued by a well cell stop).
+    """
     seen = 0
-    prev = 0
     holes = 0
     col_t = 0
     row_t = 0
     wells = 0
     run0 = run1 = run2 = run3 = run4 = 0
-    for c in range(W):
-        feat[i, c] = 0
+    h0 = h1 = h2 = h3 = h4 = 0
     top = 0  # rows above the pile add nothing
     while top < H and rows[i, top] == 0:
         top += 1
+    # The row above ``top`` is empty, except that nothing lies above row 0 (no transitions).
+    prev = np.int64(rows[i, 0]) if top == 0 else 0
     for y in range(top, H):
         bits = np.int64(rows[i, y])
-        if y > 0:
-            col_t += popcount(bits ^ prev)
-        new = bits & ~seen
-        while new:
-            feat[i, ctz(new)] = H - y
-            new &= new - 1
+        col_t += popcount(bits ^ prev)
         holes += popcount(~bits & seen & FULL_ROW)
         seen |= bits
-        if seen:  # rows from the highest filled one down
-            walled = (bits << 1) | 1 | (1 << (W + 1))
-            row_t += popcount((walled ^ (walled >> 1)) & ((1 << (W + 1)) - 1))
+        carry = seen  # heights: a bit-sliced increment of every column seen so far
+        t0 = h0 ^ carry
+        carry &= h0
+        t1 = h1 ^ carry
+        carry &= h1
+        t2 = h2 ^ carry
+        carry &= h2
+        t3 = h3 ^ carry
+        carry &= h3
+        h4 ^= carry
+        h0, h1, h2, h3 = t0, t1, t2, t3
+        walled = (bits << 1) | 1 | (1 << (W + 1))
+        row_t += popcount((walled ^ (walled >> 1)) & ((1 << (W + 1)) - 1))
         well = ~bits & ((bits << 1) | 1) & ((bits >> 1) | (1 << (W - 1))) & FULL_ROW
-        if well | run0 | run1 | run2 | run3 | run4:
-            # Every run grows by one (a bit-sliced increment), then runs not continued stop.
-            carry = FULL_ROW
-            s0 = run0 ^ carry
-            carry &= run0
-            s1 = run1 ^ carry
-            carry &= run1
-            s2 = run2 ^ carry
-            carry &= run2
-            s3 = run3 ^ carry
-            carry &= run3
-            s4 = run4 ^ carry
-            run0, run1, run2, run3, run4 = s0 & well, s1 & well, s2 & well, s3 & well, s4 & well
-            # A well cell adds its run's length so far: 1 + 2 + ... + d over a run of d cells.
-            wells += (popcount(run0) + 2 * popcount(run1) + 4 * popcount(run2) + 8 * popcount(run3)
-                      + 16 * popcount(run4))
+        carry = FULL_ROW  # wells: every run grows by one, then runs not continued stop
+        s0 = run0 ^ carry
+        carry &= run0
+        s1 = run1 ^ carry
+        carry &= run1
+        s2 = run2 ^ carry
+        carry &= run2
+        s3 = run3 ^ carry
+        carry &= run3
+        s4 = run4 ^ carry
+        run0, run1, run2, run3, run4 = s0 & well, s1 & well, s2 & well, s3 & well, s4 & well
+        # A well cell adds its run's length so far: 1 + 2 + ... + d over a run of d cells.
+        wells += (popcount(run0) + 2 * popcount(run1) + 4 * popcount(run2) + 8 * popcount(run3)
+                  + 16 * popcount(run4))
         prev = bits
     col_t += popcount(~prev & FULL_ROW)  # the bottom row against the filled floor
     bump = 0
-    for c in range(W - 1):
-        bump += abs(np.int64(feat[i, c]) - np.int64(feat[i, c + 1]))
+    last = 0
+    for c in range(W):
+        h = (((h0 >> c) & 1) | (((h1 >> c) & 1) << 1) | (((h2 >> c) & 1) << 2) | (((h3 >> c) & 1) << 3)
+             | (((h4 >> c) & 1) << 4))
+        feat[i, c] = h
+        if c > 0:
+            bump += abs(h - last)
+        last = h
     feat[i, F_HOLES] = holes
     feat[i, F_BUMPINESS] = bump
     feat[i, F_ROW_T] = row_t
