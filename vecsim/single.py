@@ -15,7 +15,7 @@ from gymnasium import spaces
 from vecsim.engine import NO_RESET, Engine, check_seed
 from vecsim.registry import resolve
 from vecsim.reset_mask import ResetMask
-from vecsim.vector import obs_parts
+from vecsim.vector import obs_parts, split_row
 
 
 class VecsimEnv(gymnasium.Env):
@@ -51,11 +51,7 @@ class VecsimEnv(gymnasium.Env):
         self.observation_space = self.engine.single_observation_space
         self.action_space = self.engine.single_action_space
         self._flat_obs = isinstance(self.observation_space, spaces.Box)
-        # Dict observations: slices of the flat row (what spaces.unflatten gives, without its
-        # per-step dispatch over the space tree, which took three quarters of a Tetris step).
-        self._obs_parts = [] if self._flat_obs else [
-            (key, start, stop, shape, self.observation_space[key].dtype)
-            for key, start, stop, shape in obs_parts(self.observation_space)]
+        self._obs_parts = [] if self._flat_obs else obs_parts(self.observation_space)
         self._all = ResetMask.all(1)
         self._fields = tuple(game.module.PHYSICAL_STATE)
 
@@ -63,8 +59,7 @@ class VecsimEnv(gymnasium.Env):
         row = self.engine.obs[0].copy()
         if self._flat_obs:
             return row
-        return {key: row[start:stop].reshape(shape).astype(dtype, copy=False)
-                for key, start, stop, shape, dtype in self._obs_parts}
+        return split_row(row, self._obs_parts)  # views of the env's own copy
 
     def _info(self) -> dict:
         eng = self.engine
