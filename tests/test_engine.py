@@ -425,6 +425,61 @@ def test_float32_cartpole_stays_close_to_float64_for_50_steps():
     assert worst < 1e-4, worst
 
 
+def test_float32_pendulum_stays_close_to_float64_for_50_steps():
+    """The float32 step's polynomial sine, floor-based angle normalisation and clipping
+    follow the float64 (Gymnasium) step, from angles several turns around and torques
+    beyond the bounds."""
+    n = 64
+    f64 = vecsim.make("Pendulum-v1", n, precision="float64")
+    f32 = vecsim.make("Pendulum-v1", n, precision="float32")
+    theta, theta_dot = np.linspace(-7.0, 7.0, n), np.linspace(-8.0, 8.0, n)
+    for eng in (f64, f32):
+        eng.reset(seed=3)
+        eng.state.theta[:] = theta.astype(eng.state.theta.dtype)
+        eng.state.theta_dot[:] = theta_dot.astype(eng.state.theta.dtype)
+        eng.refresh()
+    assert np.allclose(f32.obs, f64.obs, atol=1e-6)
+    actions = np.random.default_rng(0).uniform(-3.0, 3.0, (50, n, 1)).astype(np.float32)
+    worst_obs = worst_reward = 0.0
+    for acts in actions:
+        f64.step_no_reset(acts)
+        f32.step_no_reset(acts)
+        worst_obs = max(worst_obs, float(np.abs(f32.obs.astype(np.float64) - f64.obs).max()))
+        worst_reward = max(worst_reward, float(np.abs(f32.rewards - f64.rewards).max()))
+    assert worst_obs < 1e-3 and worst_reward < 1e-3, (worst_obs, worst_reward)
+    assert np.abs(f64.state.theta).max() > 2 * np.pi  # angles beyond one turn were normalised
+
+
+def test_float32_acrobot_stays_close_to_float64_for_20_steps():
+    """The float32 RK4 step (polynomial sine and cosine, loop-free angle wrap) follows the
+    float64 (Gymnasium) step over a horizon where the chaotic double pendulum has not yet
+    amplified float32 rounding, from states near the wrap and the velocity bounds."""
+    n = 64
+    f64 = vecsim.make("Acrobot-v1", n, precision="float64")
+    f32 = vecsim.make("Acrobot-v1", n, precision="float32")
+    grid = np.linspace(-1.0, 1.0, n)
+    start = {"theta1": 3.1 * grid, "theta2": -3.1 * grid, "dtheta1": 12.0 * grid, "dtheta2": -27.0 * grid}
+    for eng in (f64, f32):
+        eng.reset(seed=4)
+        for name, values in start.items():
+            getattr(eng.state, name)[:] = values.astype(np.float32)  # the same float32 start in both
+        eng.refresh()
+    actions = np.random.default_rng(1).integers(0, 3, (20, n))
+    worst = 0.0
+    wrapped = False
+    for acts in actions:
+        before = f64.state.theta1.copy()
+        f64.step_no_reset(acts)
+        f32.step_no_reset(acts)
+        wrapped |= bool((np.abs(f64.state.theta1 - before) > np.pi).any())
+        worst = max(worst, float(np.abs(f32.obs.astype(np.float64) - f64.obs).max()))
+        assert np.array_equal(f32.terminals, f64.terminals)
+        if f64.terminals.any():
+            break
+    assert worst < 1e-3, worst
+    assert wrapped  # some angle went round through +-pi
+
+
 # -- masks, rendering, lifecycle ---------------------------------------------------------
 def test_action_masks_are_all_true_for_games_without_illegal_actions(engine):
     masks = engine.action_masks()

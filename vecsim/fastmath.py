@@ -9,7 +9,11 @@ minimax fits of Cephes ``sinf``/``cosf`` (S. L. Moshier), accurate to about 1 ul
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from vecsim.jit import fast
 
@@ -43,3 +47,20 @@ def sincos_f32(x):
     sin_sign = _ONE - np.float32(quadrant & 2)  # +1 for quadrants 0, 1; -1 for 2, 3
     cos_sign = _ONE - np.float32((quadrant + 1) & 2)  # +1 for quadrants 0, 3; -1 for 1, 2
     return sin_v * sin_sign, cos_v * cos_sign
+
+
+def sincos(x):
+    """``(sin x, cos x)`` in the precision of ``x``: the C library's ``sin`` and ``cos`` for
+    float64 (bit for bit what Gymnasium's ``np.sin``/``np.cos`` give), ``sincos_f32`` for
+    float32. For functions shared by both precisions, such as a game's ``write_obs``, so that
+    a float32 kernel's loop over envs still vectorises."""
+    return math.sin(x), math.cos(x)
+
+
+@overload(sincos)
+def _sincos_overload(x):
+    if isinstance(x, types.Float) and x.bitwidth == 32:
+        return lambda x: sincos_f32(x)
+    if isinstance(x, types.Float):
+        return lambda x: (math.sin(x), math.cos(x))
+    return None
