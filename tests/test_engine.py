@@ -473,6 +473,32 @@ def test_float32_mountain_car_stays_close_to_float64_for_100_steps():
     assert (f64.state.position == -1.2).any()  # some cars stopped at the wall
 
 
+def test_float32_continuous_mountain_car_stays_close_to_float64_for_100_steps():
+    """The float32 step (Gymnasium's equations in float32, polynomial cosine, selects) follows
+    the float64 step, with forces beyond the action bounds and cars driven into the wall."""
+    n = 64
+    f64 = vecsim.make("MountainCarContinuous-v0", n, precision="float64")
+    f32 = vecsim.make("MountainCarContinuous-v0", n, precision="float32")
+    for eng in (f64, f32):
+        eng.reset(seed=2)
+        eng.state.position[:] = np.linspace(-1.15, -0.2, n).astype(np.float32)
+        eng.state.velocity[:] = np.linspace(-0.07, 0.02, n).astype(np.float32)
+        eng.refresh()
+    # left half pushes left (beyond the bound, which is clipped), right half coasts gently
+    actions = np.where(np.arange(n)[:, None] < n // 2, -1.7, 0.05).astype(np.float32)
+    worst_obs = worst_reward = 0.0
+    at_wall = False
+    for _ in range(100):
+        f64.step_no_reset(actions)
+        f32.step_no_reset(actions)
+        worst_obs = max(worst_obs, float(np.abs(f32.obs.astype(np.float64) - f64.obs).max()))
+        worst_reward = max(worst_reward, float(np.abs(f32.rewards - f64.rewards).max()))
+        assert np.array_equal(f32.terminals, f64.terminals)
+        at_wall |= bool((np.isclose(f64.state.position, -1.2, atol=1e-6) & (f64.state.velocity == 0)).any())
+    assert worst_obs < 1e-3 and worst_reward < 1e-5, (worst_obs, worst_reward)
+    assert at_wall  # some cars stopped at the wall
+
+
 def test_float32_acrobot_stays_close_to_float64_for_20_steps():
     """The float32 RK4 step (polynomial sine and cosine, loop-free angle wrap) follows the
     float64 (Gymnasium) step over a horizon where the chaotic double pendulum has not yet

@@ -5,7 +5,7 @@ the loop touches is cheap enough; one more array in the loop, or one 64-bit arra
 32-bit ones, silently halves the lanes or turns the loop scalar (see README, "Where the time
 goes"). These tests compile a game's parallel step kernel in a fresh process with an empty
 cache and read the optimised LLVM IR: the divisions of the step must be vector divisions.
-CartPole in both precisions; Pendulum and MountainCar in float32 (their float64 steps call the
+CartPole in both precisions; Pendulum and both MountainCars in float32 (their float64 steps call the
 C library's trigonometry, as Gymnasium's do, and stay scalar). Acrobot's float32 step is scalar too:
 LLVM declines to inline a function that large into the loop, and Numba-level inlining into a
 ``prange`` body made the parallel kernel's results differ from the serial one's (Numba 0.68).
@@ -38,6 +38,7 @@ eng.step(eng.zero_actions())
     # Pendulum's divisions involve constants only and leave the loop: its products stay.
     ("Pendulum-v1", "float32", "fmul", "<8 x float>"),
     ("MountainCar-v0", "float32", "fmul", "<8 x float>"),
+    ("MountainCarContinuous-v0", "float32", "fmul", "<8 x float>"),
 ])
 def test_step_loop_is_vectorised(tmp_path, game, precision, op, lanes):
     env = {**os.environ, "VECSIM_CACHE_DIR": str(tmp_path), "NUMBA_DUMP_OPTIMIZED": "1"}
