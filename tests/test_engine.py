@@ -450,42 +450,23 @@ def test_float32_pendulum_stays_close_to_float64_for_50_steps():
     assert np.abs(f64.state.theta).max() > 2 * np.pi  # angles beyond one turn were normalised
 
 
-def test_float32_mountain_car_stays_close_to_float64_for_100_steps():
+@pytest.mark.parametrize("env_id, push_left, coast", [
+    ("MountainCar-v0", 0, 1),
+    ("MountainCarContinuous-v0", [-1.7], [0.05]),  # -1.7: beyond the bound, clipped
+])
+def test_float32_mountain_car_stays_close_to_float64_for_100_steps(env_id, push_left, coast):
     """The float32 step (polynomial cosine, clips and the wall stop as selects) follows the
-    float64 (Gymnasium) step, with pushes that drive cars into the left wall."""
+    float64 (Gymnasium) step, with the left half of the cars driven into the wall."""
     n = 64
-    f64 = vecsim.make("MountainCar-v0", n, precision="float64")
-    f32 = vecsim.make("MountainCar-v0", n, precision="float32")
+    f64 = vecsim.make(env_id, n, precision="float64")
+    f32 = vecsim.make(env_id, n, precision="float32")
     for eng in (f64, f32):
         eng.reset(seed=2)
         eng.state.position[:] = np.linspace(-1.15, -0.2, n).astype(np.float32)
         eng.state.velocity[:] = np.linspace(-0.07, 0.02, n).astype(np.float32)
         eng.refresh()
-    actions = np.where(np.arange(n) < n // 2, 0, 1)  # left half pushes left, right half coasts
-    worst = 0.0
-    for _ in range(100):
-        f64.step_no_reset(actions)
-        f32.step_no_reset(actions)
-        worst = max(worst, float(np.abs(f32.obs.astype(np.float64) - f64.obs).max()))
-        assert np.array_equal(f32.terminals, f64.terminals)
-        assert np.array_equal(f32.rewards, f64.rewards.astype(np.float32))
-    assert worst < 1e-3, worst
-    assert (f64.state.position == -1.2).any()  # some cars stopped at the wall
-
-
-def test_float32_continuous_mountain_car_stays_close_to_float64_for_100_steps():
-    """The float32 step (Gymnasium's equations in float32, polynomial cosine, selects) follows
-    the float64 step, with forces beyond the action bounds and cars driven into the wall."""
-    n = 64
-    f64 = vecsim.make("MountainCarContinuous-v0", n, precision="float64")
-    f32 = vecsim.make("MountainCarContinuous-v0", n, precision="float32")
-    for eng in (f64, f32):
-        eng.reset(seed=2)
-        eng.state.position[:] = np.linspace(-1.15, -0.2, n).astype(np.float32)
-        eng.state.velocity[:] = np.linspace(-0.07, 0.02, n).astype(np.float32)
-        eng.refresh()
-    # left half pushes left (beyond the bound, which is clipped), right half coasts gently
-    actions = np.where(np.arange(n)[:, None] < n // 2, -1.7, 0.05).astype(np.float32)
+    actions = np.where((np.arange(n) < n // 2).reshape((n,) + np.shape(coast)), push_left, coast)
+    actions = actions.astype(f64.single_action_space.dtype)
     worst_obs = worst_reward = 0.0
     at_wall = False
     for _ in range(100):

@@ -165,6 +165,22 @@ def lock(s, i, t, r, y, x):
     return lines
 
 
+@exact(inline="always")
+def _sliced_add(b0, b1, b2, b3, b4, ones):
+    """Add 1 to the 5-bit counters of the columns set in ``ones``; counter ``c`` is bit ``c``
+    of ``b0`` (its lowest bit) .. ``b4`` (its highest). Returns the new five words."""
+    carry = ones
+    t0 = b0 ^ carry
+    carry &= b0
+    t1 = b1 ^ carry
+    carry &= b1
+    t2 = b2 ^ carry
+    carry &= b2
+    t3 = b3 ^ carry
+    carry &= b3
+    return t0, t1, t2, t3, b4 ^ carry
+
+
 @exact
 def board_features(rows, i, feat):
     """Column heights, holes, bumpiness, row and column transitions and wells of env ``i``'s
@@ -197,30 +213,12 @@ def board_features(rows, i, feat):
         col_t += popcount(bits ^ prev)
         holes += popcount(~bits & seen & FULL_ROW)
         seen |= bits
-        carry = seen  # heights: a bit-sliced increment of every column seen so far
-        t0 = h0 ^ carry
-        carry &= h0
-        t1 = h1 ^ carry
-        carry &= h1
-        t2 = h2 ^ carry
-        carry &= h2
-        t3 = h3 ^ carry
-        carry &= h3
-        h4 ^= carry
-        h0, h1, h2, h3 = t0, t1, t2, t3
+        h0, h1, h2, h3, h4 = _sliced_add(h0, h1, h2, h3, h4, seen)  # every column seen so far grows
         walled = (bits << 1) | 1 | (1 << (W + 1))
         row_t += popcount((walled ^ (walled >> 1)) & ((1 << (W + 1)) - 1))
         well = ~bits & ((bits << 1) | 1) & ((bits >> 1) | (1 << (W - 1))) & FULL_ROW
-        carry = FULL_ROW  # wells: every run grows by one, then runs not continued stop
-        s0 = run0 ^ carry
-        carry &= run0
-        s1 = run1 ^ carry
-        carry &= run1
-        s2 = run2 ^ carry
-        carry &= run2
-        s3 = run3 ^ carry
-        carry &= run3
-        s4 = run4 ^ carry
+        # Wells: every run grows by one, then the runs not continued by a well cell stop.
+        s0, s1, s2, s3, s4 = _sliced_add(run0, run1, run2, run3, run4, FULL_ROW)
         run0, run1, run2, run3, run4 = s0 & well, s1 & well, s2 & well, s3 & well, s4 & well
         # A well cell adds its run's length so far: 1 + 2 + ... + d over a run of d cells.
         wells += (popcount(run0) + 2 * popcount(run1) + 4 * popcount(run2) + 8 * popcount(run3)
