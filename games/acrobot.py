@@ -134,17 +134,19 @@ def reset_env(s, p, i, rng):
     s.dtheta2[i] = np.float32(uniform(rng, i, low, high))
 
 
+@exact(inline="always")
+def _links(p, i):
+    """Env ``i``'s link constants ``(m1, m2, l1, lc1, lc2, I1, g)`` (both links share the
+    moment of inertia, as in Gymnasium)."""
+    return (param(p.link_mass_1, i), param(p.link_mass_2, i), param(p.link_length_1, i),
+            param(p.link_com_pos_1, i), param(p.link_com_pos_2, i), param(p.link_moi, i), param(p.g, i))
+
+
 @exact
 def _dsdt(p, i, a, theta1, theta2, dtheta1, dtheta2):
     """Gymnasium's ``_dsdt``: (dtheta1, dtheta2, ddtheta1, ddtheta2) for torque ``a``."""
-    m1 = param(p.link_mass_1, i)
-    m2 = param(p.link_mass_2, i)
-    l1 = param(p.link_length_1, i)
-    lc1 = param(p.link_com_pos_1, i)
-    lc2 = param(p.link_com_pos_2, i)
-    I1 = param(p.link_moi, i)
+    m1, m2, l1, lc1, lc2, I1, g = _links(p, i)
     I2 = I1
-    g = param(p.g, i)
     d1 = m1 * pow64(lc1, 2.0) + m2 * (pow64(l1, 2.0) + pow64(lc2, 2.0) + 2 * l1 * lc2 * math.cos(theta2)) + I1 + I2
     d2 = m2 * (pow64(lc2, 2.0) + l1 * lc2 * math.cos(theta2)) + I2
     phi2 = m2 * lc2 * g * math.cos(theta1 + theta2 - _PI / 2.0)
@@ -221,14 +223,8 @@ _F32_TWO = np.float32(2.0)
 def _dsdt_fast(p, i, a, theta1, theta2, dtheta1, dtheta2):
     """``_dsdt`` in float32: ``cos(x - pi/2)`` as ``sin(x)``, squares as products, the
     book/NIPS choice as a select."""
-    m1 = param(p.link_mass_1, i)
-    m2 = param(p.link_mass_2, i)
-    l1 = param(p.link_length_1, i)
-    lc1 = param(p.link_com_pos_1, i)
-    lc2 = param(p.link_com_pos_2, i)
-    I1 = param(p.link_moi, i)
+    m1, m2, l1, lc1, lc2, I1, g = _links(p, i)
     I2 = I1
-    g = param(p.g, i)
     sin2, cos2 = sincos_f32(theta2)
     sin1, _ = sincos_f32(theta1)
     sin12, _ = sincos_f32(theta1 + theta2)

@@ -218,6 +218,31 @@ def test_reset_envs_accepts_a_bool_array_like_a_reset_mask(game_id):
     assert np.array_equal(a.obs, b.obs) and np.array_equal(a.rng, b.rng)
 
 
+@pytest.mark.parametrize("kind", ["step mask", "bool array", "ResetMask"])
+def test_many_resets_take_the_parallel_kernel_and_give_the_serial_results(kind):
+    n = 1000
+    par = vecsim.make("CartPole-v1", n, parallel=True, max_episode_steps=3)
+    ser = vecsim.make("CartPole-v1", n, parallel=False, max_episode_steps=3)
+    rng = np.random.default_rng(0)
+    for eng in (par, ser):
+        eng.reset(seed=5)
+    for t in range(7):  # every env truncates at step 3 and 6, a few terminate before
+        actions = rng.integers(0, 2, n)
+        for eng in (par, ser):
+            result = eng.step_no_reset(actions)
+            done = result.terminals | result.truncations
+            mask = {"step mask": result.to_reset_mask(), "bool array": done,
+                    "ResetMask": ResetMask.from_bools(done)}[kind]
+            if eng is par:
+                many = int(done.sum()) >= vecsim.engine.PARALLEL_MIN_RESETS
+                expected = par._reset_kernel if many else par._reset_sparse_kernel
+                assert par._reset_envs_kernel(mask) is expected
+            eng.reset_envs(mask, seed=None if t % 2 else 100 + t)
+        assert np.array_equal(par.obs, ser.obs) and np.array_equal(par.rng, ser.rng)
+        assert all(np.array_equal(a, b) for a, b in zip(par.state, ser.state))
+    assert par._reset_kernel is not par._reset_sparse_kernel
+
+
 def test_reset_envs_before_reset_does_not_start_the_engine(game_id):
     eng = vecsim.make(game_id, 3)
     flags = np.array([True, False, True])

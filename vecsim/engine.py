@@ -30,6 +30,12 @@ MAX_EPISODE_STEPS = 2**31 - 1
 #: declare no ``PARALLEL_MIN_ENVS``. Below it a serial kernel wins: a parallel launch costs a
 #: few microseconds. ``VECSIM_PARALLEL_THRESHOLD`` overrides every game's value.
 DEFAULT_PARALLEL_MIN_ENVS = 512
+#: Number of envs from which ``reset_envs`` of a parallel engine uses the parallel reset
+#: kernel. Below it the serial kernel wins (a parallel launch costs a few microseconds, a
+#: reset 15-30 ns an env). Above it the parallel one wins twice: each thread resets the envs
+#: whose state its share of the step loop just wrote, still in its own core's cache. Measured
+#: on CartPole float32 at 16384 envs, about 800 resets a step: 24 us serial, 15 us parallel.
+PARALLEL_MIN_RESETS = 256
 
 
 def parallel_min_envs(game: GameSpec) -> int:
@@ -166,7 +172,8 @@ class Engine:
         self._step_kernel = getattr(kernels, f"step_{suffix}")
         self._reset_kernel = getattr(kernels, f"reset_{suffix}")
         # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
-        # kernel skips empty words without the cost of starting threads.
+        # kernel skips empty words without the cost of starting threads. A parallel engine
+        # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more (_reset_envs_kernel).
         self._reset_sparse_kernel = kernels.reset_serial
         self._observe_kernel = getattr(kernels, f"observe_{suffix}")
         state = tuple(self.state)
@@ -431,10 +438,24 @@ class Engine:
         self._check_open()
         words = self._words_of(mask)
         mode, base = self._seed_args(seed)
-        self._reset_sparse_kernel(words, mode, base, self._seeds, *self._reset_sparse_tail)
+        self._reset_envs_kernel(mask)(words, mode, base, self._seeds, *self._reset_sparse_tail)
         if not self._has_reset:
             self._has_reset = bool(np.array_equal(words, self._all_words))
         return self.obs
+
+    def _reset_envs_kernel(self, mask):
+        """The reset kernel for ``reset_envs`` of a checked ``mask``: the serial one unless
+        this engine is parallel and the mask holds at least ``PARALLEL_MIN_RESETS`` envs.
+        Both give the same results: an env's reset touches only that env."""
+        if not self.parallel:
+            return self._reset_sparse_kernel
+        if mask is self.result.done_mask:
+            count = self.result.num_done  # counted by the step kernel that packed the mask
+        elif isinstance(mask, ResetMask):
+            count = mask.count()
+        else:
+            count = int(np.count_nonzero(mask))
+        return self._reset_kernel if count >= PARALLEL_MIN_RESETS else self._reset_sparse_kernel
 
     def _forget_done(self) -> None:
         """Drop the kernel-packed mask of the last ``step_no_reset`` (another step or a full
