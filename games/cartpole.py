@@ -76,6 +76,7 @@ class State(NamedTuple):
 
 PHYSICAL_STATE = ("x", "x_dot", "theta", "theta_dot")
 STEP_USES_RNG = False  # step_env draws nothing and touches only env i
+WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
 
 
 def allocate_state(num_envs: int, float_dtype, params=None) -> State:

@@ -56,6 +56,7 @@ EVENTS = ()
 HAS_ACTION_MASK = False
 PARALLEL_MIN_ENVS = 1024  # measured crossover of the serial and parallel kernels on 2 cores
 STEP_USES_RNG = False  # step_env draws nothing and touches only env i
+WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
 RENDER_FPS = 30
 
 

@@ -265,6 +265,53 @@ def test_refresh_rewrites_observations_from_written_state(game_id, actions_for, 
     assert np.array_equal(a.obs, b.obs)
 
 
+def test_games_declaring_whole_observation_rows_write_every_element(game_id):
+    module = vecsim.registry.resolve(game_id).module
+    if not getattr(module, "WRITE_OBS_FILLS_ROW", False):
+        pytest.skip(f"{game_id} does not declare WRITE_OBS_FILLS_ROW")
+    eng = vecsim.make(game_id, 5)
+    eng.reset(seed=2)
+    expected = eng.obs.copy()
+    sentinel = np.nan if eng.obs.dtype.kind == "f" else np.iinfo(eng.obs.dtype).max
+    eng.obs[...] = sentinel
+    eng.refresh()
+    assert np.array_equal(eng.obs, expected)
+
+
+def test_fresh_output_steps_return_new_arrays_and_reset_envs_catches_the_engine_up(actions_for, rng):
+    """Engine.step_mode_fresh (a copy=True VectorEnv's step from 512 envs): new arrays equal to
+    what the buffers would hold, the buffers themselves left alone, and brought up to date by
+    reset_envs, which rewrites only some envs."""
+    from vecsim.engine import NEXT_STEP
+
+    fresh, plain = vecsim.make("CartPole-v1", 70), vecsim.make("CartPole-v1", 70)
+    fresh.reset(seed=4)
+    plain.reset(seed=4)
+    before = fresh.obs.copy()
+    returned = []
+    for _ in range(40):
+        acts = actions_for(plain, rng)
+        out = fresh.step_mode_fresh(NEXT_STEP, fresh.coerce_actions(acts))
+        expected = plain.step(acts)
+        for got, want in zip(out, expected):
+            assert np.array_equal(got, want) and got.dtype == want.dtype
+            assert got.flags.f_contiguous == want.flags.f_contiguous and got.flags.c_contiguous == want.flags.c_contiguous
+        assert all(not np.shares_memory(a, b) for a in out for b in (fresh.obs, fresh.rewards, fresh.terminals))
+        returned.append((out, tuple(a.copy() for a in out)))
+    assert np.array_equal(fresh.obs, before), "step_mode_fresh wrote the engine's observation buffer"
+    assert all(np.array_equal(a, b) for out, kept in returned for a, b in zip(out, kept))
+    assert _done(plain).any(), "no episode ended: the reset below would test nothing"
+    mask = _done(plain)
+    fresh.reset_envs(mask)
+    plain.reset_envs(mask)
+    for name in ("obs", "rewards", "terminals", "truncations"):
+        assert np.array_equal(getattr(fresh, name), getattr(plain, name)), name
+    with pytest.raises(ValueError, match="NEXT_STEP or SAME_STEP"):
+        fresh.step_mode_fresh(2, fresh.coerce_actions(actions_for(fresh, rng)))
+    given = vecsim.make("CartPole-v1", 3, buffers={"obs": np.zeros((3, 4), np.float32)})
+    assert not given.fresh_outputs_ok  # caller buffers must receive the outputs
+
+
 # -- StepResult --------------------------------------------------------------------------
 def _result(terms, truncs, obs_dim=2):
     n = len(terms)

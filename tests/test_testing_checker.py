@@ -20,6 +20,27 @@ def test_vector_env_contract(game_id, precision):
     check_vector_env(game_id, num_envs=4, seed=3, precision=precision)
 
 
+#: Games whose write_obs fills whole rows: a copy=True VectorEnv of 512 envs or more steps them
+#: through Engine.step_mode_fresh.
+FRESH_GAMES = [g for g in vecsim.game_ids() if vecsim.registry.resolve(g).module.__dict__.get("WRITE_OBS_FILLS_ROW")]
+
+
+@pytest.mark.parametrize("fresh_game", FRESH_GAMES)
+def test_vector_env_contract_with_kernel_written_results(fresh_game, monkeypatch):
+    """The contract again with copy=True steps writing new arrays in the kernel, which the
+    default 4 envs are too few for (vecsim.vector.FRESH_MIN_ENVS)."""
+    monkeypatch.setattr(vecsim.vector, "FRESH_MIN_ENVS", 1)
+    made = []
+
+    def make_env(num_envs, **kwargs):
+        made.append(VecsimVectorEnv(fresh_game, num_envs, **kwargs))
+        return made[-1]
+
+    check_vector_env(fresh_game, num_envs=4, seed=3, make_env=make_env)
+    fresh = {(env.autoreset_mode, env.copy) for env in made if env.unwrapped._fresh and env.copy}
+    assert fresh == {(AutoresetMode.NEXT_STEP, True), (AutoresetMode.SAME_STEP, True)}
+
+
 @pytest.mark.parametrize("precision", ["float64", "float32"])
 def test_engine_semantics(game_id, precision):
     check_engine(game_id, num_envs=37, seed=5, precision=precision)

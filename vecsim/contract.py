@@ -79,6 +79,11 @@ Optionally:
     (default ``True``). Then, in NEXT_STEP autoreset, envs due for reset are stepped with the
     others in one branch-free pass and reset afterwards, which is what lets the step loop
     vectorise; a step that draws must not run before the reset it would shift.
+``WRITE_OBS_FILLS_ROW``
+    ``True`` when ``write_obs`` writes every element of ``obs[i]`` (default ``False``). Then a
+    VectorEnv with ``copy=True`` lets the step kernel write new arrays instead of copying the
+    engine's buffers (``Engine.step_mode_fresh``): a row left partly unwritten would hold
+    whatever memory the new array got.
 """
 
 from __future__ import annotations
