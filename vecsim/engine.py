@@ -151,7 +151,8 @@ class Engine:
         self.events = np.zeros((n, len(self.event_names)), dtype=np.int64)
         self.masks = np.ones((n, self.n_mask), dtype=np.bool_)
         self._P = P
-        self._was_done = np.zeros(n, dtype=np.bool_)  # kernel scratch: envs due for reset
+        # Kernel scratch: the envs due for reset, zero-padded like needs_reset (copied 8 flags at a time).
+        self._was_pad = np.zeros_like(self._needs_pad)
         self._acts32 = np.zeros(n, dtype=np.int32)  # kernel scratch: checked discrete actions
         # Filled by every step_no_reset: the envs that finished, for StepResult.to_reset_mask.
         self._done_mask = ResetMask(n)
@@ -180,7 +181,7 @@ class Engine:
         # Everything after ``actions`` in the step kernel's signature, packed once.
         self._step_tail = (self.obs, self.rewards, self.terminals, self.truncations, self.needs_reset,
                            self.has_final, self.final_obs, self.elapsed, self.rng, P, self.events,
-                           self.masks, self._was_done, self._acts32, self._done_mask.words,
+                           self.masks, self._was_pad, self._acts32, self._done_mask.words,
                            self._needs_pad.view(np.uint64)) + state
         self._reset_tail = (self.obs, self.rewards, self.terminals, self.truncations, self.needs_reset,
                             self.has_final, self.elapsed, self.rng, P, self.events, self.masks) + state

@@ -93,7 +93,10 @@ class VecsimVectorEnv(VectorEnv):
     copy : bool
         ``True`` (Gymnasium's default): arrays returned by ``step``/``reset`` are new and never
         overwritten later. ``False``: they are views into buffers the next call overwrites
-        (no allocation per step).
+        (no allocation per step). With ``True``, from ``FRESH_MIN_ENVS`` envs on, NEXT_STEP and
+        SAME_STEP steps of the classic games have the kernel write the returned arrays
+        themselves rather than copy its buffers: the observation, reward and flag buffers of
+        ``self.engine`` then keep older values (its ``reset_envs`` and ``refresh`` catch up).
     render_mode : {None, "rgb_array", "ansi"}
     flatten_obs : bool
         For games with a ``Dict`` observation: ``False`` (default) returns a dict of batched
