@@ -444,6 +444,13 @@ class Engine:
         observation buffer (a view).
         """
         self._check_open()
+        result = self.result
+        if mask is result.done_mask and seed is None and self._seeded and self._detached is None:
+            # The operant loop (step_no_reset, then reset_envs(result.to_reset_mask())): the mask
+            # the step kernel packed and counted, each env continuing its stream. Nothing to
+            # check or convert; what the general path below would do, minus its Python.
+            self._reset_envs_kernel(mask)(mask.words, 0, 0, self._seeds, *self._reset_sparse_tail)
+            return self.obs
         words = self._words_of(mask)
         mode, base = self._seed_args(seed)
         self._attach_outputs()
@@ -483,17 +490,20 @@ class Engine:
         (``ValueError`` otherwise). Returns ``self.result``, whose arrays are views
         overwritten by the next call.
         """
-        self._check_open()
-        self._check_started()
+        if self._closed or not self._has_reset:
+            self._check_open()
+            self._check_started()
         acts = self.coerce_actions(actions)
-        self._forget_done()  # until the kernel has filled the mask again
+        result = self.result
+        result.done_mask = None  # until the kernel has filled the mask again
+        result.num_done = -1
         status, index = self._step_kernel(NO_RESET, self._max_steps, acts, *self._step_tail)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
-        self.result.done_mask = self._done_mask
-        self.result.num_done = index
-        return self.result
+        result.done_mask = self._done_mask
+        result.num_done = index
+        return result
 
     def step(self, actions):
         """Step every env, resetting on the next step the envs that finished (Gymnasium's NEXT_STEP).
