@@ -116,9 +116,12 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
     if mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0:
         # An env due for reset must not be stepped first: the step's draws would shift its
         # stream. Reset those envs before the step pass, which then skips them.
-        for i in prange(n):
-            s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-            if was_done[i]:
+        for w in prange(was_u64.shape[0]):
+            due = was_u64[w]  # 8 flags, one a byte: the few set ones without a branch per env
+            while due != _ZERO:
+                i = w * 8 + (ctz(due) >> 3)
+                due &= due - _ONE
+                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
                                  masks)
     # PRE STEP BEGIN (kept only for games with a pre_step_env)
@@ -146,8 +149,11 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
         # loop: with this return LLVM laid out Acrobot's serial float32 kernel 8% slower.)
         if PARALLEL_MODE and nfinished == 0:
             return OK, -1
-        for i in prange(n):
-            if was_done[i]:
+        for w in prange(was_u64.shape[0]):
+            due = was_u64[w]  # as in the pre-step reset pass above
+            while due != _ZERO:
+                i = w * 8 + (ctz(due) >> 3)
+                due &= due - _ONE
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
                                  masks)
