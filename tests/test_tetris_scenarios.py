@@ -801,14 +801,20 @@ def test_checker_passes_every_action_mode(kwargs):
     check_engine("vecsim/Tetris-v0", num_envs=5, seed=13, steps=120, **kwargs)
 
 
+@pytest.mark.parametrize("fresh", [False, True], ids=["copied", "kernel-written"])
 @pytest.mark.parametrize("kwargs", [{}, {"preset": "classic"}, {"queue": 3, "hold": False}], ids=["guideline", "classic", "q3-nohold"])
-def test_flatten_observation_of_the_single_env_equals_the_flat_vector_obs(kwargs):
-    """DESIGN: FlattenObservation on the single env and the flat vector observation agree."""
+def test_flatten_observation_of_the_single_env_equals_the_flat_vector_obs(kwargs, fresh, monkeypatch):
+    """DESIGN: FlattenObservation on the single env and the flat vector observation agree,
+    whether the flat batch is copied from the engine's buffer or written by the kernel into a
+    new array (Engine.step_mode_fresh, which needs write_obs to fill whole rows)."""
     import gymnasium
     from gymnasium.wrappers import FlattenObservation
 
     n, seed = 3, 21
+    if fresh:
+        monkeypatch.setattr(vecsim.vector, "FRESH_MIN_ENVS", 1)
     vec = gymnasium.make_vec("vecsim/Tetris-v0", n, vectorization_mode="vector_entry_point", flatten_obs=True, **kwargs)
+    assert vec.unwrapped._fresh == fresh
     dict_vec = gymnasium.make_vec("vecsim/Tetris-v0", n, vectorization_mode="vector_entry_point", **kwargs)
     singles = [FlattenObservation(gymnasium.make("vecsim/Tetris-v0", **kwargs)) for _ in range(n)]
     obs, info = vec.reset(seed=seed)

@@ -69,6 +69,7 @@ EVENTS = ("lines", "pieces", "holds", "invalid_action")
 EV_LINES, EV_PIECES, EV_HOLDS, EV_INVALID = range(4)
 HAS_ACTION_MASK = True
 STEP_USES_RNG = True
+WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i] (hold and queue are the same for every env)
 PHYSICAL_STATE = ()
 PARALLEL_MIN_ENVS = 64  # measured: at 16 envs the serial kernel wins in primitive mode, at 256 parallel wins everywhere
 RENDER_FPS = 30
