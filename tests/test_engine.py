@@ -291,7 +291,7 @@ def test_fresh_output_steps_return_new_arrays_and_reset_envs_catches_the_engine_
     returned = []
     for _ in range(40):
         acts = actions_for(plain, rng)
-        out = fresh.step_mode_fresh(NEXT_STEP, fresh.coerce_actions(acts))
+        out = fresh.step_mode_fresh(NEXT_STEP, acts)
         expected = plain.step(acts)
         for got, want in zip(out, expected):
             assert np.array_equal(got, want) and got.dtype == want.dtype
@@ -307,7 +307,19 @@ def test_fresh_output_steps_return_new_arrays_and_reset_envs_catches_the_engine_
     for name in ("obs", "rewards", "terminals", "truncations"):
         assert np.array_equal(getattr(fresh, name), getattr(plain, name)), name
     with pytest.raises(ValueError, match="NEXT_STEP or SAME_STEP"):
-        fresh.step_mode_fresh(2, fresh.coerce_actions(actions_for(fresh, rng)))
+        fresh.step_mode_fresh(2, actions_for(fresh, rng))
+    before = fresh.state.x.copy()
+    with pytest.raises(ValueError, match="shape"):
+        fresh.step_mode_fresh(NEXT_STEP, np.zeros(69, np.int64))
+    with pytest.raises(ValueError, match=r"actions\[3\] = 2"):
+        fresh.step_mode_fresh(NEXT_STEP, np.where(np.arange(70) == 3, 2, 0))
+    assert np.array_equal(fresh.state.x, before)
+    unstarted = vecsim.make("CartPole-v1", 70)
+    with pytest.raises(RuntimeError, match="reset"):
+        unstarted.step_mode_fresh(NEXT_STEP, np.zeros(70, np.int64))
+    unstarted.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        unstarted.step_mode_fresh(NEXT_STEP, np.zeros(70, np.int64))
     given = vecsim.make("CartPole-v1", 3, buffers={"obs": np.zeros((3, 4), np.float32)})
     assert not given.fresh_outputs_ok  # caller buffers must receive the outputs
 

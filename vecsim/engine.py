@@ -534,10 +534,10 @@ class Engine:
         (``WRITE_OBS_FILLS_ROW``) and no caller-supplied buffer must receive the outputs."""
         return self._fills_rows and not self._buffers_given
 
-    def step_mode_fresh(self, mode: int, acts: np.ndarray):
-        """Run the step kernel in ``mode`` (``NEXT_STEP`` or ``SAME_STEP``) on already coerced
-        actions, writing this step's observations, rewards and flags into new arrays instead of
-        the engine's buffers; returns them as ``(obs, rewards, terminals, truncations)``.
+    def step_mode_fresh(self, mode: int, actions):
+        """Run the step kernel in ``mode`` (``NEXT_STEP`` or ``SAME_STEP``) on ``actions``,
+        writing this step's observations, rewards and flags into new arrays instead of the
+        engine's buffers; returns them as ``(obs, rewards, terminals, truncations)``.
 
         For front ends that return new arrays each step (the VectorEnv with ``copy=True``): in
         these modes the kernel writes every env's outputs, so new uninitialised arrays come
@@ -550,6 +550,10 @@ class Engine:
         if mode not in (NEXT_STEP, SAME_STEP) or not self.fresh_outputs_ok:
             raise ValueError(f"step_mode_fresh needs NEXT_STEP or SAME_STEP mode and a game whose write_obs fills "
                              f"whole rows, without caller buffers (mode={mode}, fresh_outputs_ok={self.fresh_outputs_ok})")
+        if self._closed or not self._has_reset:
+            self._check_open()
+            self._check_started()
+        acts = self.coerce_actions(actions)
         (obs_shape, obs_dtype, obs_order), n, float_dtype = self._fresh_specs
         out = (np.empty(obs_shape, obs_dtype, order=obs_order), np.empty(n, float_dtype), np.empty(n, np.bool_),
                np.empty(n, np.bool_))

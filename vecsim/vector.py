@@ -94,8 +94,8 @@ class VecsimVectorEnv(VectorEnv):
         ``True`` (Gymnasium's default): arrays returned by ``step``/``reset`` are new and never
         overwritten later. ``False``: they are views into buffers the next call overwrites
         (no allocation per step). With ``True``, from ``FRESH_MIN_ENVS`` envs on, NEXT_STEP and
-        SAME_STEP steps of the classic games have the kernel write the returned arrays
-        themselves rather than copy its buffers: the observation, reward and flag buffers of
+        SAME_STEP steps of a flat observation (Tetris's with ``flatten_obs=True``) have the
+        kernel write the returned arrays themselves rather than copy its buffers: the observation, reward and flag buffers of
         ``self.engine`` then keep older values (its ``reset_envs`` and ``refresh`` catch up).
     render_mode : {None, "rgb_array", "ansi"}
     flatten_obs : bool
@@ -232,16 +232,16 @@ class VecsimVectorEnv(VectorEnv):
         self._check_open()
         eng = self.engine
         eng._check_started()
-        acts = eng.coerce_actions(actions)
-        if self._kernel_mode == SAME_STEP and self._rich_info:
-            info = self._same_step_with_info(acts)
-        elif self._fresh and self.copy:
+        if self._fresh and self.copy:
             # The kernel writes the returned arrays themselves: no copies (see Engine.step_mode_fresh).
-            obs, rewards, terminals, truncations = eng.step_mode_fresh(self._kernel_mode, acts)
+            obs, rewards, terminals, truncations = eng.step_mode_fresh(self._kernel_mode, actions)
             info = self._base_info()
             if self._kernel_mode == SAME_STEP and eng.has_final.any():
                 self._add_final_obs(info)
             return obs, rewards, terminals, truncations, info
+        acts = eng.coerce_actions(actions)
+        if self._kernel_mode == SAME_STEP and self._rich_info:
+            info = self._same_step_with_info(acts)
         else:
             eng.step_mode(self._kernel_mode, acts)
             info = self._base_info()
