@@ -265,6 +265,25 @@ def test_refresh_rewrites_observations_from_written_state(game_id, actions_for, 
     assert np.array_equal(a.obs, b.obs)
 
 
+def test_step_mode_checks_its_mode_and_actions():
+    from vecsim.engine import NEXT_STEP, NO_RESET
+
+    eng = vecsim.make("CartPole-v1", 4)
+    with pytest.raises(RuntimeError, match="reset"):
+        eng.step_mode(NEXT_STEP, np.zeros(4, np.int64))
+    eng.reset(seed=0)
+    before = eng.state.x.copy()
+    with pytest.raises(ValueError, match="mode"):
+        eng.step_mode(7, np.zeros(4, np.int64))
+    with pytest.raises(ValueError, match="shape"):
+        eng.step_mode(NEXT_STEP, np.zeros(5, np.int64))
+    with pytest.raises(ValueError, match=r"actions\[1\] = -1"):
+        eng.step_mode(NO_RESET, np.array([0, -1, 0, 0]))
+    assert np.array_equal(eng.state.x, before)
+    eng.step_mode(NO_RESET, [1, 1, 0, 0])  # a list is converted like everywhere else
+    assert not np.array_equal(eng.state.x, before)
+
+
 def test_games_declaring_whole_observation_rows_write_every_element(game_id):
     module = vecsim.registry.resolve(game_id).module
     if not getattr(module, "WRITE_OBS_FILLS_ROW", False):

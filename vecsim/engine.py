@@ -520,8 +520,20 @@ class Engine:
         self._detached = None
         return self.obs, self.rewards, self.terminals, self.truncations
 
-    def step_mode(self, mode: int, acts: np.ndarray) -> None:
-        """Run the step kernel in ``mode`` on already coerced actions (for the front ends)."""
+    def step_mode(self, mode: int, actions) -> None:
+        """Step every env once in kernel ``mode`` (``NEXT_STEP``, ``SAME_STEP`` or ``NO_RESET``
+        of ``vecsim.engine``): the step the Gymnasium front ends make for each autoreset mode.
+        The outputs are in the engine's buffers."""
+        if mode not in (NEXT_STEP, SAME_STEP, NO_RESET):
+            raise ValueError(f"mode must be NEXT_STEP ({NEXT_STEP}), SAME_STEP ({SAME_STEP}) or NO_RESET "
+                             f"({NO_RESET}), but got mode={mode!r}")
+        self._check_open()
+        self._check_started()
+        self._step_mode(mode, self.coerce_actions(actions))
+
+    def _step_mode(self, mode: int, acts: np.ndarray) -> None:
+        """``step_mode`` on actions that ``coerce_actions`` returned (the front ends check them
+        once, and the engine's state)."""
         self._forget_done()
         status, index = self._step_kernel(mode, self._max_steps, acts, *self._step_tail)
         if status:

@@ -96,7 +96,7 @@ class VecsimEnv(gymnasium.Env):
         if eng.needs_reset[0]:
             raise RuntimeError("the episode has ended: call reset() before step()")
         acts = eng.coerce_actions(np.asarray(action)[None])
-        eng.step_mode(NO_RESET, acts)
+        eng._step_mode(NO_RESET, acts)
         return self._obs(), float(eng.rewards[0]), bool(eng.terminals[0]), bool(eng.truncations[0]), self._info()
 
     def action_masks(self) -> np.ndarray:

@@ -243,7 +243,7 @@ class VecsimVectorEnv(VectorEnv):
         if self._kernel_mode == SAME_STEP and self._rich_info:
             info = self._same_step_with_info(acts)
         else:
-            eng.step_mode(self._kernel_mode, acts)
+            eng._step_mode(self._kernel_mode, acts)
             info = self._base_info()
             if self._kernel_mode == SAME_STEP and eng.has_final.any():
                 self._add_final_obs(info)
@@ -271,7 +271,7 @@ class VecsimVectorEnv(VectorEnv):
         without reset, keep the finished envs' terminal observation and info, then reset them
         (continuing their streams, as the kernel's SAME_STEP reset does)."""
         eng = self.engine
-        eng.step_mode(NO_RESET, acts)
+        eng._step_mode(NO_RESET, acts)
         done = eng.terminals | eng.truncations
         if not done.any():
             return self._base_info()
