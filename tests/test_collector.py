@@ -534,6 +534,22 @@ def test_a_dropped_batch_lends_its_arrays_to_the_next_one(env_id, policy, max_st
         assert (batch.lengths < old_lengths).any()  # the padding path was taken
 
 
+def test_a_loop_that_holds_the_previous_batch_alternates_between_two_sets_of_arrays():
+    """``batch = collector.request_episodes(B)`` keeps the previous batch referenced while the
+    next one is collected: the batch before it lends its arrays (new memory each time made
+    such a Tetris loop ten times slower)."""
+    reference = collect(CARTPOLE, 4, 60, cartpole_policy, 5, 60)
+    addresses = []
+    with EpisodeCollector(CARTPOLE, 4, 60, cartpole_policy, 5) as collector:
+        batch = None
+        for k in range(6):
+            batch = collector.request_episodes(10)
+            addresses.append(batch.observations.ctypes.data)
+            assert_same_batch(batch, reference._rows(slice(10 * k, 10 * k + 10)))
+    assert addresses[0] != addresses[1]
+    assert addresses[2:] == addresses[:2] * 2
+
+
 def test_a_batch_or_an_array_or_a_view_still_held_is_never_overwritten():
     with EpisodeCollector(CARTPOLE, 4, 60, "random", 5) as collector:
         whole = collector.request_episodes(10)

@@ -37,6 +37,9 @@ JOIN_TIMEOUT_S = 30.0
 #: Steps one kernel call plays for action-array and random policies (no Python in between);
 #: ``close()`` and a new request stop a background collection between two calls.
 STEPS_PER_CALL = 64
+#: Without prefetch, the output arrays of this many recent batches are kept for reuse by a
+#: later batch of the same size once nothing references them.
+SPARE_SETS = 2
 
 
 class PolicyError(RuntimeError):
@@ -254,8 +257,10 @@ class EpisodeCollector:
         the current one (the kernels release the GIL). Two sets of output arrays alternate:
         the arrays of a batch stay valid until the next call to ``request_episodes`` (which
         returns the prefetched batch and starts writing the following one into the arrays of
-        the one before). Without prefetch every batch has its own arrays: the arrays of the
-        previous batch are reused only when nothing references them any more.
+        the one before). Without prefetch every batch has its own arrays: the arrays of one of
+        the last two batches are reused only when nothing references them any more (neither
+        the batch, nor an array of it, nor a view of one), so that a loop ``batch =
+        collector.request_episodes(B)`` alternates between two sets of arrays.
     **env_kwargs
         Passed to ``vecsim.make`` (``precision``, game constants, ``max_episode_steps``, which
         defaults to ``None`` here: only ``max_steps`` cuts episodes). ``parallel``
@@ -297,7 +302,7 @@ class EpisodeCollector:
         self._setup_kernels(kwargs.get("parallel", "auto"))
         self._next_job = 0
         self._sets: list[_Slots] = []
-        self._spare: _Slots | None = None
+        self._spares: list[_Slots] = []  # most recently used last
         self._turn = 0
         self._pending: _Pending | None = None
         self._streaming = False
@@ -577,13 +582,19 @@ class EpisodeCollector:
     # -- prefetching ---------------------------------------------------------------------
     def _slot_set(self, n: int) -> _Slots:
         if not self.prefetch:
-            # The last batch's arrays once the caller dropped every reference to them: new
-            # memory costs a page fault for every page the batch writes (a third of the time
-            # of a Tetris batch).
-            spare = self._spare
-            if spare is None or spare.n != n or not _unreferenced(spare):
-                spare = _Slots(n, self.max_steps, self.engine, self._act_shape, self._act_dtype)
-            self._spare = spare
+            # The arrays of one of the last SPARE_SETS batches that nothing references any more:
+            # new memory costs a page fault for every page the batch writes (a third of the
+            # time of a Tetris batch; ten times a reused batch's time when the kernel also
+            # waits for the pages to be zeroed). Two sets serve the usual loop, ``batch =
+            # collector.request_episodes(B)``, in which the previous batch is still referenced
+            # while the next one is collected.
+            spares = [s for s in self._spares if s.n == n]
+            for spare in spares:
+                if _unreferenced(spare):
+                    self._spares = [s for s in spares if s is not spare] + [spare]
+                    return spare
+            spare = _Slots(n, self.max_steps, self.engine, self._act_shape, self._act_dtype)
+            self._spares = (spares + [spare])[-SPARE_SETS:]
             return spare
         if not self._sets or self._sets[0].n != n:
             self._sets = [_Slots(n, self.max_steps, self.engine, self._act_shape, self._act_dtype) for _ in range(2)]
@@ -716,7 +727,7 @@ class EpisodeCollector:
             return
         self._closed = True
         self._cancel_pending(closing=True)
-        self._spare = None
+        self._spares = []
         self.engine.close()
 
     @property
