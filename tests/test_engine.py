@@ -685,6 +685,24 @@ def test_kernels_never_take_exactly_the_leaky_argument_count():
     assert "PADDED = ['step_serial']" in text
 
 
+def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
+    """Tetris (22 State arrays) steps runs of ENVS_PER_CALL envs a call; CartPole keeps the
+    per-env loop that vectorises; a malformed value is refused before any compile."""
+    from vecsim._codegen import render_source
+    from vecsim.contract import load_game
+
+    tetris, cartpole = load_game("games.tetris"), load_game("games.cartpole")
+    runs = render_source(tetris, "float64", True)
+    assert f"prange((n + {tetris.module.ENVS_PER_CALL} - 1) // {tetris.module.ENVS_PER_CALL})" in runs
+    assert "_step_and_write(s, p, i," not in runs
+    per_env = render_source(cartpole, "float32", True)
+    assert "_step_and_write(s, p, i," in per_env and "_step_run(s, p, lo" not in per_env
+    for bad in (0, -3, 2.0, True, "16"):
+        monkeypatch.setattr(tetris.module, "ENVS_PER_CALL", bad)
+        with pytest.raises(ValueError, match=f"ENVS_PER_CALL must be an int >= 1, but got {bad!r}"):
+            render_source(tetris, "float64", True)
+
+
 def test_per_env_helpers_reject_bad_indices(engine):
     for bad in (-1, engine.num_envs):
         with pytest.raises(IndexError, match=f"env index {bad} is out of range"):

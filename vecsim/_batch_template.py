@@ -32,7 +32,7 @@ Buffers (``N = num_envs``):
 import numpy as np
 from numba import njit, prange
 
-from vecsim.jit import kernel_options, reset_and_write, step_and_write
+from vecsim.jit import MAX_ELAPSED as _MAX_ELAPSED, kernel_options, reset_and_write, step_and_write, step_run_and_write
 from vecsim.rng import seed_env
 from games._bits import ctz
 
@@ -47,7 +47,6 @@ NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 OK, BAD_ACTION, FINISHED_ENV, ILLEGAL_ACTION = 0, 1, 2, 3
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
-_MAX_ELAPSED = 2**31 - 1
 _GATHER_BITS = np.uint64(0x0102040810204080)  # byte j's bit 0 -> bit 56 + j
 _SUM_BYTES = np.uint64(0x0101010101010101)  # sum of the 8 bytes -> top byte
 _S56 = np.uint64(56)
@@ -56,6 +55,8 @@ _S56 = np.uint64(56)
 _step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION")
 # Its reset, fresh-episode outputs, observation and mask in one call (vecsim.jit.reset_and_write).
 _reset_and_write = reset_and_write(_game)
+# The steps of a run of ENVS_PER_CALL envs in one call (vecsim.jit.step_run_and_write).
+_step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION")
 
 
 # KERNELS BEGIN
@@ -129,6 +130,8 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         _game.pre_step_env(s, p, i, STEP_ACTIONS)
     # PRE STEP END
+    # STEP PER ENV BEGIN (kept for games with ENVS_PER_CALL = 1: this loop vectorises; its
+    # bookkeeping after the step is repeated in vecsim.jit.step_run_and_write)
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         if not (mode == NEXT_STEP and STEP_USES_RNG and was_done[i]):
@@ -140,6 +143,14 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
             term[i] = terminated
             trunc[i] = truncated
             needs_reset[i] = terminated | truncated
+    # STEP PER ENV END
+    # STEP RUNS BEGIN (kept for games with ENVS_PER_CALL > 1: the same steps, one call a run)
+    for c in prange((n + ENVS_PER_CALL - 1) // ENVS_PER_CALL):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        lo = c * ENVS_PER_CALL
+        _step_run(s, p, lo, min(n, lo + ENVS_PER_CALL), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
+                  events, rng, obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done)
+    # STEP RUNS END
     if mode == NEXT_STEP and not STEP_USES_RNG:
         # Envs that were due for reset were stepped from their final state above (a step
         # that draws nothing and touches only its own env); resetting them now leaves

@@ -70,6 +70,14 @@ def _split_template(text: str) -> tuple[str, str, str]:
     return head, body, tail
 
 
+def envs_per_call(game: GameSpec) -> int:
+    """The game's ``ENVS_PER_CALL`` (default 1), checked: an int >= 1."""
+    value = getattr(game.module, "ENVS_PER_CALL", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{game.module.__name__}.ENVS_PER_CALL must be an int >= 1, but got {value!r}")
+    return value
+
+
 def render_source(game: GameSpec, precision: str, discrete: bool) -> str:
     """The source text of the kernel module for ``game`` at ``precision``; ``discrete`` says
     whether its actions are ``Discrete`` (narrowed to int32 for the step loops) or ``Box``."""
@@ -97,6 +105,10 @@ def render_source(game: GameSpec, precision: str, discrete: bool) -> str:
     if not discrete:
         text = re.sub(r"\n *acts32\[i\] = actions\[i\]  # NARROW ACTIONS.*", "", text)
     text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
+    per_call = envs_per_call(game)
+    drop = "STEP RUNS" if per_call == 1 else "STEP PER ENV"
+    text = re.sub(rf"    # {drop} BEGIN.*?# {drop} END\n", "", text, flags=re.S)
+    text = re.sub(r"\bENVS_PER_CALL\b", str(per_call), text)
     if not hasattr(mod, "enforce_mask"):
         text = re.sub(r"    # MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)

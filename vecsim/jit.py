@@ -66,7 +66,7 @@ def _inline_copy(fn, opts: dict):
     return njit(**dict(opts, inline="always"))(fn.py_func)
 
 
-def step_and_write(game_module, step_name: str, precision: str):
+def step_and_write(game_module, step_name: str, precision: str, inline: bool = False):
     """The njit function ``f(s, p, i, actions, events, rng, obs, masks) -> (reward, terminated)``
     of a game: its step (``step_name``: ``"step_env"`` or ``"step_env_fast"``), then
     ``write_obs`` and ``write_mask`` of env ``i``, in one call.
@@ -78,11 +78,14 @@ def step_and_write(game_module, step_name: str, precision: str):
     function rather than into a kernel's prange body, where inlining them changed the parallel
     kernel's results (Numba 0.68). One function per game, step and precision, shared by every
     kernel module; not cached on its own (kernels embed it, and their file names hash the
-    game's sources)."""
-    key = (game_module.__name__, step_name, precision)
+    game's sources). ``inline=True`` gives a copy that Numba inlines into its callers (for
+    the functions that step a run of envs, never for a prange body)."""
+    key = (game_module.__name__, step_name, precision, inline)
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
+            if inline:
+                opts["inline"] = "always"
             step = _inline_copy(getattr(game_module, step_name), opts)
             mask = _inline_copy(game_module.write_mask, opts)
             write_obs = game_module.write_obs
@@ -95,6 +98,47 @@ def step_and_write(game_module, step_name: str, precision: str):
                 return reward, terminated
 
             _FUSED[key] = fused
+        return _FUSED[key]
+
+
+#: Where an episode's step count saturates (``elapsed`` is int32).
+MAX_ELAPSED = 2**31 - 1
+
+
+def step_run_and_write(game_module, step_name: str, precision: str):
+    """The njit function ``f(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs,
+    masks, elapsed, rewards, term, trunc, needs_reset, was_done)`` of a game: one step of each
+    env ``lo <= i < hi`` as the step kernels make it (the game's step, ``write_obs``,
+    ``write_mask``, then the step count, reward and flags), skipping the envs with
+    ``was_done[i]`` when ``skip_due``.
+
+    The kernels of a game with ``ENVS_PER_CALL > 1`` call it once per run of that many envs
+    instead of calling ``step_and_write`` once per env: the ``State`` arrays are passed once
+    a run. The same fused step as the per-env loop's, inlined here, so the same results."""
+    step_one = step_and_write(game_module, step_name, precision, inline=True)  # takes _FUSED_LOCK itself
+    key = (game_module.__name__, step_name, precision, "run")
+    with _FUSED_LOCK:
+        if key not in _FUSED:
+            opts = dict(kernel_options(precision, False), cache=False)
+
+            @njit(**opts)
+            def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, masks, elapsed, rewards, term,
+                    trunc, needs_reset, was_done):
+                for i in range(lo, hi):
+                    if skip_due and was_done[i]:
+                        continue
+                    reward, terminated = step_one(s, p, i, actions, events, rng, obs, masks)
+                    # As the per-env loop of vecsim/_batch_template.py writes them (kept in its
+                    # prange body there, where the loop vectorises): change both together.
+                    t = min(elapsed[i] + 1, MAX_ELAPSED)
+                    elapsed[i] = t
+                    truncated = max_steps > 0 and t >= max_steps
+                    rewards[i] = reward
+                    term[i] = terminated
+                    trunc[i] = truncated
+                    needs_reset[i] = terminated | truncated
+
+            _FUSED[key] = run
         return _FUSED[key]
 
 
