@@ -58,6 +58,10 @@ HAS_ACTION_MASK = False
 PARALLEL_MIN_ENVS = 48  # measured crossover of the serial and parallel kernels on 2 cores
 STEP_USES_RNG = False  # step_env draws nothing and touches only env i
 WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
+# Its RK4 step is too large for LLVM to inline into a loop over envs, so the loop never
+# vectorises: stepping 16 envs a call (the step then inlined into that call's loop) measured
+# 1.16x faster in float32 and 1.10x in float64 at 4096 envs, 1.10x / 1.03x at 256.
+ENVS_PER_CALL = 16
 RENDER_FPS = 15
 
 _PI = math.pi
