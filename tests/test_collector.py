@@ -124,15 +124,25 @@ def test_box_batch_does_not_depend_on_num_workers():
         assert_same_batch(batches[0], other)
 
 
-@pytest.mark.parametrize("env_id,policy", [(CARTPOLE, cartpole_policy), (PENDULUM, pendulum_policy)])
-def test_job_equals_a_single_engine_seeded_seed_plus_j(env_id, policy):
+def acrobot_policy(obs, masks):
+    """Deterministic, state-dependent: torque along the first link's angular velocity."""
+    return np.where(obs[:, 4] > 0, 2, 0).astype(np.int64)
+
+
+@pytest.mark.parametrize("env_id,policy,kwargs", [
+    (CARTPOLE, cartpole_policy, {}), (PENDULUM, pendulum_policy, {}),
+    # Games that step runs of envs a call (ENVS_PER_CALL > 1): the collector's own loop for them
+    (TETRIS, tetris_policy, TETRIS_RULES), ("Acrobot-v1", acrobot_policy, {}),
+], ids=["cartpole", "pendulum", "tetris", "acrobot"])
+def test_job_equals_a_single_engine_seeded_seed_plus_j(env_id, policy, kwargs):
     seed, k = 40, 60
-    batch = collect(env_id, 3, k, policy, seed, 5)
+    batch = collect(env_id, 3, k, policy, seed, 5, **kwargs)
     for j in range(5):
-        eng = vecsim.make(env_id, 1, max_episode_steps=None)
+        eng = vecsim.make(env_id, 1, max_episode_steps=None, **kwargs)
         obs = eng.reset(seed=seed + j).copy()
         for t in range(k):
-            out = policy(obs, None)
+            masks = eng.masks.copy() if eng.masks.shape[1] else None
+            out = policy(obs, masks)
             action = out[0] if isinstance(out, tuple) else out
             np.testing.assert_array_equal(batch.observations[j, t], obs[0])
             np.testing.assert_array_equal(batch.actions[j, t], action[0])

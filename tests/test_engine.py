@@ -688,19 +688,24 @@ def test_kernels_never_take_exactly_the_leaky_argument_count():
 def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
     """Tetris (22 State arrays) steps runs of ENVS_PER_CALL envs a call; CartPole keeps the
     per-env loop that vectorises; a malformed value is refused before any compile."""
-    from vecsim._codegen import render_source
+    from vecsim._codegen import render_collect_step_source, render_source
     from vecsim.contract import load_game
 
     tetris, cartpole = load_game("games.tetris"), load_game("games.cartpole")
+    k = tetris.module.ENVS_PER_CALL
     runs = render_source(tetris, "float64", True)
-    assert f"prange((n + {tetris.module.ENVS_PER_CALL} - 1) // {tetris.module.ENVS_PER_CALL})" in runs
-    assert "_step_and_write(s, p, i," not in runs
+    assert f"prange((n + {k} - 1) // {k})" in runs and "_step_and_write(s, p, i," not in runs
     per_env = render_source(cartpole, "float32", True)
     assert "_step_and_write(s, p, i," in per_env and "_step_run(s, p, lo" not in per_env
+    slot_runs = render_collect_step_source(tetris, "float64", True)
+    assert f"prange((n_run + {k} - 1) // {k})" in slot_runs and "_step_and_write(s, p, w," not in slot_runs
+    per_slot = render_collect_step_source(cartpole, "float64", True)
+    assert "_step_and_write(s, p, w," in per_slot and "prange((n_run +" not in per_slot
     for bad in (0, -3, 2.0, True, "16"):
         monkeypatch.setattr(tetris.module, "ENVS_PER_CALL", bad)
-        with pytest.raises(ValueError, match=f"ENVS_PER_CALL must be an int >= 1, but got {bad!r}"):
-            render_source(tetris, "float64", True)
+        for render in (render_source, render_collect_step_source):
+            with pytest.raises(ValueError, match=f"ENVS_PER_CALL must be an int >= 1, but got {bad!r}"):
+                render(tetris, "float64", True)
 
 
 def test_per_env_helpers_reject_bad_indices(engine):

@@ -145,10 +145,10 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
             needs_reset[i] = terminated | truncated
     # STEP PER ENV END
     # STEP RUNS BEGIN (kept for games with ENVS_PER_CALL > 1: the same steps, one call a run)
-    for c in prange((n + ENVS_PER_CALL - 1) // ENVS_PER_CALL):
+    for c in prange((n + RUN_LENGTH - 1) // RUN_LENGTH):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        lo = c * ENVS_PER_CALL
-        _step_run(s, p, lo, min(n, lo + ENVS_PER_CALL), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
+        lo = c * RUN_LENGTH
+        _step_run(s, p, lo, min(n, lo + RUN_LENGTH), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
                   events, rng, obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done)
     # STEP RUNS END
     if mode == NEXT_STEP and not STEP_USES_RNG:

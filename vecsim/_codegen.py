@@ -105,10 +105,7 @@ def render_source(game: GameSpec, precision: str, discrete: bool) -> str:
     if not discrete:
         text = re.sub(r"\n *acts32\[i\] = actions\[i\]  # NARROW ACTIONS.*", "", text)
     text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
-    per_call = envs_per_call(game)
-    drop = "STEP RUNS" if per_call == 1 else "STEP PER ENV"
-    text = re.sub(rf"    # {drop} BEGIN.*?# {drop} END\n", "", text, flags=re.S)
-    text = re.sub(r"\bENVS_PER_CALL\b", str(per_call), text)
+    text = _keep_one(text, "STEP PER ENV", "STEP RUNS", envs_per_call(game))
     if not hasattr(mod, "enforce_mask"):
         text = re.sub(r"    # MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
@@ -209,6 +206,28 @@ def load_collect_kernel(game: GameSpec, precision: str, policy):
         return module
 
 
+def _keep_one(text: str, per_env: str, runs: str, per_call: int) -> str:
+    """``text`` without the marked section a game's ``ENVS_PER_CALL`` does not use: ``per_env``
+    (one env a call, the loop in the parallel region's body) or ``runs`` (``RUN_LENGTH`` envs a
+    call, with ``RUN_LENGTH`` put in)."""
+    drop = runs if per_call == 1 else per_env
+    text = re.sub(rf" *# {drop} BEGIN.*?# {drop} END\n", "", text, flags=re.S)
+    return re.sub(r"\bRUN_LENGTH\b", str(per_call), text)
+
+
+def render_collect_step_source(game: GameSpec, precision: str, discrete: bool) -> str:
+    """The source text of the per-step collection kernels of ``game`` at ``precision`` for its
+    ``Discrete`` (``discrete=True``) or ``Box`` actions."""
+    head, body, tail = _split_template(_COLLECT_STEP_TEMPLATE.read_text())
+    variants = []
+    for mode in ("serial", "parallel"):
+        part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
+        variants.append(re.sub(r"_MODE\b", f"_{mode}", part))
+    text = _substitute_game(head + "".join(variants) + tail, game, precision)
+    text = _keep_one(text, "PER SLOT", "SLOT RUNS", envs_per_call(game))
+    return _pad_signatures(re.sub(r"_KIND\b", f"_{'discrete' if discrete else 'box'}", text))
+
+
 def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool):
     """The cached per-step collection kernels of ``game`` (``advance_serial`` and
     ``advance_parallel``) for its ``Discrete`` (``discrete=True``) or ``Box`` actions."""
@@ -217,13 +236,7 @@ def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool):
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
-        head, body, tail = _split_template(_COLLECT_STEP_TEMPLATE.read_text())
-        variants = []
-        for mode in ("serial", "parallel"):
-            part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
-            variants.append(re.sub(r"_MODE\b", f"_{mode}", part))
-        text = _substitute_game(head + "".join(variants) + tail, game, precision)
-        text = _pad_signatures(re.sub(r"_KIND\b", f"_{kind}", text))
+        text = render_collect_step_source(game, precision, discrete)
         name = (f"vecsim_collect_step_{game.module.__name__.replace('.', '_')}_{precision}_{kind}_"
                 f"{_fingerprint(game, text)}")
         module = _import_generated(name, text)
