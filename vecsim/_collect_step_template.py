@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from vecsim.contract import no_pre_step
-from vecsim.jit import kernel_options, step_and_write
+from vecsim.jit import kernel_options, step_and_write, step_parts
 from vecsim.rng import mix64, randint, seed_env, uniform
 
 import GAME_MODULE as _game
@@ -47,7 +47,8 @@ from GAME_MODULE import Params, State  # parfor lowering looks these names up he
 OPTS_SERIAL = kernel_options("PRECISION", False)
 OPTS_PARALLEL = kernel_options("PRECISION", True)
 _step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION")
-_step_and_write_inline = step_and_write(_game, "STEP_ENV", "PRECISION", inline=True)
+# Its step and mask as copies inlined into _step_slots, and write_obs (vecsim.jit.step_parts).
+_step_inline, _write_obs, _mask_inline = step_parts(_game, "STEP_ENV", "PRECISION")
 
 #: Where the actions come from.
 SOURCE_POLICY, SOURCE_TABLE, SOURCE_RANDOM = 0, 1, 2
@@ -207,7 +208,9 @@ def _step_slots(lo, hi, s, p, run, job_of, step_of, fin, max_steps, env_max_step
         PRE_STEP(s, p, w, actions)
         # Observation and mask are written even at the end (one call; a finished slot's next
         # job overwrites them).
-        reward, terminated = _step_and_write_inline(s, p, w, actions, events, rng, obs, masks)
+        reward, terminated = _step_inline(s, p, w, actions, events, rng)  # as _step_and_write
+        _write_obs(s, p, w, obs)
+        _mask_inline(s, p, w, masks)
         _record_KIND(act_out, j, t, actions, w)
         rew_out[j, t] = reward
         if keep_extras:

@@ -66,7 +66,20 @@ def _inline_copy(fn, opts: dict):
     return njit(**dict(opts, inline="always"))(fn.py_func)
 
 
-def step_and_write(game_module, step_name: str, precision: str, inline: bool = False):
+def step_parts(game_module, step_name: str, precision: str):
+    """``(step, write_obs, write_mask)`` of a game for ``step_and_write`` and
+    ``step_run_and_write``: copies of its step (``step_name``) and ``write_mask`` that Numba
+    inlines into their caller, and its ``write_obs`` (one per game, step and precision)."""
+    key = (game_module.__name__, step_name, precision, "parts")
+    with _FUSED_LOCK:
+        if key not in _FUSED:
+            opts = dict(kernel_options(precision, False), cache=False)
+            _FUSED[key] = (_inline_copy(getattr(game_module, step_name), opts), game_module.write_obs,
+                           _inline_copy(game_module.write_mask, opts))
+        return _FUSED[key]
+
+
+def step_and_write(game_module, step_name: str, precision: str):
     """The njit function ``f(s, p, i, actions, events, rng, obs, masks) -> (reward, terminated)``
     of a game: its step (``step_name``: ``"step_env"`` or ``"step_env_fast"``), then
     ``write_obs`` and ``write_mask`` of env ``i``, in one call.
@@ -78,17 +91,12 @@ def step_and_write(game_module, step_name: str, precision: str, inline: bool = F
     function rather than into a kernel's prange body, where inlining them changed the parallel
     kernel's results (Numba 0.68). One function per game, step and precision, shared by every
     kernel module; not cached on its own (kernels embed it, and their file names hash the
-    game's sources). ``inline=True`` gives a copy that Numba inlines into its callers (for
-    the functions that step a run of envs, never for a prange body)."""
-    key = (game_module.__name__, step_name, precision, inline)
+    game's sources)."""
+    step, write_obs, mask = step_parts(game_module, step_name, precision)  # takes _FUSED_LOCK itself
+    key = (game_module.__name__, step_name, precision)
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
-            if inline:
-                opts["inline"] = "always"
-            step = _inline_copy(getattr(game_module, step_name), opts)
-            mask = _inline_copy(game_module.write_mask, opts)
-            write_obs = game_module.write_obs
 
             @njit(**opts)
             def fused(s, p, i, actions, events, rng, obs, masks):
@@ -114,8 +122,12 @@ def step_run_and_write(game_module, step_name: str, precision: str):
 
     The kernels of a game with ``ENVS_PER_CALL > 1`` call it once per run of that many envs
     instead of calling ``step_and_write`` once per env: the ``State`` arrays are passed once
-    a run. The same fused step as the per-env loop's, inlined here, so the same results."""
-    step_one = step_and_write(game_module, step_name, precision, inline=True)  # takes _FUSED_LOCK itself
+    a run. The same step, observation and mask as ``step_and_write``'s, inlined here, so
+    the same results."""
+    # The step and mask themselves are inlined into the loop, not an inlined step_and_write:
+    # Numba copies an inlined function's IR at each site, and an inlined function that
+    # itself inlines the step would be copied whole once more (5 s more to compile Tetris).
+    step, write_obs, mask = step_parts(game_module, step_name, precision)  # takes _FUSED_LOCK itself
     key = (game_module.__name__, step_name, precision, "run")
     with _FUSED_LOCK:
         if key not in _FUSED:
@@ -127,7 +139,9 @@ def step_run_and_write(game_module, step_name: str, precision: str):
                 for i in range(lo, hi):
                     if skip_due and was_done[i]:
                         continue
-                    reward, terminated = step_one(s, p, i, actions, events, rng, obs, masks)
+                    reward, terminated = step(s, p, i, actions, events, rng)  # as step_and_write
+                    write_obs(s, p, i, obs)
+                    mask(s, p, i, masks)
                     # As the per-env loop of vecsim/_batch_template.py writes them (kept in its
                     # prange body there, where the loop vectorises): change both together.
                     t = min(elapsed[i] + 1, MAX_ELAPSED)
