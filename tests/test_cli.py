@@ -10,15 +10,19 @@ import sys
 
 import matplotlib.image
 import numpy as np
+import pytest
 
 import vecsim
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def run_vecsim(*args, module="vecsim.cli", check=True):
-    """``python -m <module> args`` from the repository root; returns the finished process."""
+def run_vecsim(*args, module="vecsim.cli", check=True, cache_dir=None):
+    """``python -m <module> args`` from the repository root; returns the finished process.
+    ``cache_dir``: the kernel cache folder to use instead of the test session's."""
     env = dict(os.environ)
+    if cache_dir is not None:
+        env["VECSIM_CACHE_DIR"] = str(cache_dir)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     proc = subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
@@ -79,3 +83,40 @@ def test_bench_rejects_an_unknown_game_by_name():
 def test_python_dash_m_vecsim_runs_the_cli():
     proc = run_vecsim("--help", module="vecsim")
     assert "demo" in proc.stdout and "bench" in proc.stdout
+
+
+def _cached_kernels(cache: pathlib.Path) -> dict[str, int]:
+    """Numba's cache index files under ``cache`` with their modification times (ns)."""
+    return {p.name: p.stat().st_mtime_ns for p in cache.rglob("*.nbi")}
+
+
+@pytest.mark.slow  # compiles two games' kernels into an empty cache
+def test_warmup_fills_an_empty_cache_that_the_next_run_only_loads(tmp_path):
+    cache = tmp_path / "kernels"
+    games = ("CartPole-v1", "MountainCar-v0")
+    proc = run_vecsim("warmup", "--games", *games, "--precision", "float32", "--collector", "--jobs", 2,
+                      cache_dir=cache)
+    for game in games:
+        rows = table_rows(proc.stdout, game)
+        assert len(rows) == 1 and rows[0][1] == "float32" and float(rows[0][2]) > 0, proc.stdout
+    assert str(cache) in proc.stdout
+    index = _cached_kernels(cache)
+    for game in ("cartpole", "mountain_car"):
+        # The engine's and the collector's kernels, each serial and parallel, all in float32.
+        for module, kernels in ((f"vecsim_kernels_games_{game}_float32", ("step", "reset", "observe")),
+                                (f"vecsim_collect_step_games_{game}_float32", ("advance",))):
+            for kernel in kernels:
+                for kind in ("serial", "parallel"):
+                    assert any(name.startswith(module) and f".{kernel}_{kind}-" in name for name in index), \
+                        (module, kernel, kind, sorted(index))
+    assert not any("float64" in name for name in index), "compiled a precision it was not asked for"
+    run_vecsim("warmup", "--games", *games, "--precision", "float32", "--collector", "--jobs", 1,
+               cache_dir=cache)
+    assert _cached_kernels(cache) == index, "a warm cache was compiled again"
+
+
+def test_warmup_rejects_bad_arguments():
+    for args, text in ((("--games", "NoSuchGame-v0"), "NoSuchGame-v0"), (("--precision", "float16"), "float16"),
+                       (("--jobs", "0"), "--jobs")):
+        proc = run_vecsim("warmup", *args, check=False)
+        assert proc.returncode == 2 and text in proc.stderr, (args, proc.stderr)

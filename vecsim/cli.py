@@ -1,10 +1,12 @@
-"""The ``vecsim`` command: ``vecsim demo`` and ``vecsim bench``.
+"""The ``vecsim`` command: ``vecsim demo``, ``vecsim bench`` and ``vecsim warmup``.
 
 ``vecsim demo`` runs every game with random actions through ``gymnasium.make_vec``, prints
 its throughput and writes a PNG of rendered frames. ``vecsim bench`` measures steps per
 second against Gymnasium (and EnvPool when installed) with the functions of
 ``vecsim.bench``, which the asv suite in ``asv_bench/`` uses too; Tetris-v0 gets its own
 table, per action mode, against tetris-gymnasium's JAX env when that is installed.
+``vecsim warmup`` compiles kernels into the on-disk cache ahead of time (an image build, a CI
+cache), several games at once.
 """
 
 from __future__ import annotations
@@ -73,29 +75,94 @@ def _warmup_timed(game_id: str, precision: str = "float64") -> float:
     return time.perf_counter() - start
 
 
+def _map_in_processes(fn, items: list, jobs: int, progress: Progress | None = None,
+                      label: str = "compiling") -> list:
+    """``[fn(item) for item in items]``, in ``jobs`` new processes at once when ``jobs > 1``.
+
+    Numba compiles on one core, so compiling several games' kernels in processes of their own
+    fills the on-disk cache that much sooner. ``fn`` must be a module-level function (the
+    processes are spawned: a forked process could inherit Numba's threads mid-launch).
+    """
+    jobs = min(jobs, len(items))
+    if jobs <= 1:
+        return [fn(item) for item in items]
+    import concurrent.futures
+    import multiprocessing
+
+    if progress is not None:
+        progress.show(f"{label} {len(items)} in {jobs} processes")
+    ctx = multiprocessing.get_context("spawn")
+    results = []
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+        for result in pool.map(fn, items):
+            results.append(result)
+            if progress is not None:
+                progress.advance()
+                progress.show(f"{label} {len(items)} in {jobs} processes")
+    return results
+
+
 def _warmup_all(games: list[str], jobs: int, progress: Progress) -> dict[str, float]:
     """Warm every game up; with ``jobs > 1`` compile in that many processes at once.
 
-    Numba compiles on one core. Worker processes fill the on-disk cache in parallel, then
-    this process loads the machine code from it, which takes a fraction of a second.
+    Worker processes fill the on-disk cache in parallel, then this process loads the machine
+    code from it, which takes a fraction of a second.
     """
     seconds = {}
-    jobs = min(jobs, len(games))
-    if jobs > 1:
-        import concurrent.futures
-        import multiprocessing
-
-        progress.show(f"compiling {len(games)} games in {jobs} processes")
-        ctx = multiprocessing.get_context("spawn")  # never fork a process that runs Numba threads
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
-            for game_id, secs in zip(games, pool.map(_warmup_timed, games)):
-                seconds[game_id] = secs
+    pooled = min(jobs, len(games)) > 1
+    if pooled:  # the progress advances here, once a game
+        seconds = dict(zip(games, _map_in_processes(_warmup_timed, games, jobs, progress, "compiling games:")))
     for game_id in games:
         progress.show(f"warming up {_short(game_id)}")
         secs = _warmup_timed(game_id)
         seconds[game_id] = max(seconds.get(game_id, 0.0), secs)
-        progress.advance()
+        if not pooled:
+            progress.advance()
     return seconds
+
+
+# -- warmup ---------------------------------------------------------------------------------
+def _warm_kernel_set(item: tuple[str, str, bool]) -> float:
+    """Seconds to compile (or load) one game's kernels in one precision: the engine's, and
+    with ``collector`` those of ``EpisodeCollector`` for policies outside the kernel."""
+    game_id, precision, collector = item
+    import vecsim
+    from vecsim.collector import EpisodeCollector
+
+    start = time.perf_counter()
+    vecsim.warmup(game_id, precision)
+    if collector:
+        # Random actions use the same per-step kernels as a Python policy; both variants.
+        for parallel in (False, True):
+            with EpisodeCollector(game_id, 2, 2, "random", seed=0, precision=precision, parallel=parallel) as c:
+                c.request_episodes(2)
+    return time.perf_counter() - start
+
+
+def cmd_warmup(args) -> int:
+    from vecsim._codegen import cache_dir
+
+    games = _game_list(args.games)
+    items = [(game_id, precision, args.collector) for game_id in games for precision in args.precision]
+    progress = Progress(len(items), enabled=not args.no_progress)
+    start = time.perf_counter()
+    if min(args.jobs, len(items)) > 1:
+        seconds = _map_in_processes(_warm_kernel_set, items, args.jobs, progress, "kernel sets:")
+    else:
+        seconds = []
+        for item in items:
+            progress.show(f"compiling {_short(item[0])} {item[1]}")
+            seconds.append(_warm_kernel_set(item))
+            progress.advance()
+    wall = time.perf_counter() - start
+    progress.finish()
+    rows = [[_short(game_id), precision, f"{secs:.1f}"] for (game_id, precision, _), secs in zip(items, seconds)]
+    print(bench.format_table(["game", "precision", "seconds"], rows))
+    what = "engine and collector kernels" if args.collector else "engine kernels"
+    print(f"\n{what}, serial and parallel, compiled or loaded in {wall:.1f} s "
+          f"({min(args.jobs, len(items))} process{'es' if min(args.jobs, len(items)) > 1 else ''}); "
+          f"cached in {cache_dir()} (set VECSIM_CACHE_DIR to move it).")
+    return 0
 
 
 # -- demo -----------------------------------------------------------------------------------
@@ -410,6 +477,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help="processes compiling games at once (default: the CPU count)")
     demo.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     demo.set_defaults(func=cmd_demo)
+
+    w = sub.add_parser("warmup", help="compile every game's kernels into the on-disk cache (a later process "
+                                      "loads them in well under a second)")
+    w.add_argument("--games", nargs="+", help="game ids (default: every game)")
+    w.add_argument("--precision", nargs="+", choices=("float64", "float32"), default=["float64"],
+                   help="precisions to compile (default: %(default)s)")
+    w.add_argument("--collector", action="store_true",
+                   help="also the EpisodeCollector kernels for random and Python policies")
+    w.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
+                   help="processes compiling at once (default: the CPU count)")
+    w.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    w.set_defaults(func=cmd_warmup)
 
     b = sub.add_parser("bench", help="steps/s of vecsim against Gymnasium (and EnvPool when installed); "
                                      "Tetris-v0 per action mode against tetris-gymnasium's JAX env")
