@@ -17,6 +17,7 @@ from numba import njit
 
 import vecsim
 from vecsim.collector import EpisodeBatch, EpisodeCollector, PolicyError
+from vecsim.jit import exact, inline_if_same_semantics, kernel_options
 
 CARTPOLE = "CartPole-v1"
 PENDULUM = "Pendulum-v1"
@@ -53,6 +54,12 @@ def tetris_policy(obs, masks):
 @njit
 def lean_policy(s, p, i, rng):
     """``cartpole_policy`` inside the kernel (float32 arithmetic, as on the observation)."""
+    return np.int64(np.float32(s.theta[i]) + np.float32(0.3) * np.float32(s.theta_dot[i]) > 0)
+
+
+@exact
+def lean_policy_exact(s, p, i, rng):
+    """``lean_policy`` compiled with vecsim's bit-exact options (inlined into the kernel)."""
     return np.int64(np.float32(s.theta[i]) + np.float32(0.3) * np.float32(s.theta_dot[i]) > 0)
 
 
@@ -186,6 +193,19 @@ def test_in_kernel_policy_plays_the_physics_of_the_engine():
     batch = collect(CARTPOLE, 4, 80, lean_policy, 2, 9)
     assert_same_batch(batch, replay(batch, CARTPOLE, 3, 2))
     assert batch.lengths.mean() > 30  # the policy balances the pole for a while
+
+
+def test_in_kernel_policy_is_inlined_only_under_its_own_float_semantics():
+    # Inlined code compiles with its caller's flags: a policy is inlined into the kernel only
+    # when its fast-math flags and error model are the kernel's, and called otherwise.
+    exact64, fast32 = kernel_options("float64", False), kernel_options("float32", False)
+    assert inline_if_same_semantics(lean_policy, exact64) is lean_policy  # Python's error model
+    assert inline_if_same_semantics(lean_policy_exact, fast32) is lean_policy_exact
+    inlined = inline_if_same_semantics(lean_policy_exact, exact64)
+    assert inlined is not lean_policy_exact and inlined.targetoptions["inline"] == "always"
+    assert inlined.py_func is lean_policy_exact.py_func
+    # Inlined or called, the same policy plays the same episodes.
+    assert_same_batch(collect(CARTPOLE, 4, 80, lean_policy_exact, 2, 9), collect(CARTPOLE, 4, 80, lean_policy, 2, 9))
 
 
 # -- layout ------------------------------------------------------------------------------

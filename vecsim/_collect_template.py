@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from vecsim.contract import no_pre_step
-from vecsim.jit import kernel_options, step_and_write
+from vecsim.jit import inline_if_same_semantics, kernel_options, step_parts
 from vecsim.rng import seed_env
 
 import GAME_MODULE as _game
@@ -23,7 +23,76 @@ from GAME_MODULE import Params, State  # parfor lowering looks these names up he
 from POLICY_MODULE import POLICY_NAME as _policy
 
 OPTS = kernel_options("PRECISION", True)
-_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION")
+OPTS_SLOT = kernel_options("PRECISION", False)
+# The game's step and mask, and the policy, as copies inlined into _play_slot (see there);
+# a policy compiled with other float semantics than this precision's is called instead.
+_step_inline, _write_obs, _mask_inline = step_parts(_game, "STEP_ENV", "PRECISION")
+_policy_inline = inline_if_same_semantics(_policy, OPTS_SLOT)
+
+
+@njit(**OPTS_SLOT)
+def _play_slot(s, p, w, seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out, term_out, len_out,
+               mask_out, bad, actions, obs, masks, events, rng):
+    """Slot ``w`` plays jobs ``w, w + W, w + 2W, ...`` (``W`` slots) to the end.
+
+    One call a slot, with the policy and the step inlined: a call passes every ``State``
+    array by value (pointer, shape, strides), and two calls a step (policy, then step) made
+    Tetris with the Dellacherie agent 1.07x slower. Not in the prange body itself, where
+    inlining the step changed the parallel kernel's results (Numba 0.68; see
+    vecsim.jit.step_and_write)."""
+    n_jobs = seeds.shape[0]
+    n_slots = actions.shape[0]
+    obs_dim = obs.shape[1]
+    n_mask = masks.shape[1]
+    keep_masks = mask_out.shape[0] > 0
+    bad[w, 0] = 0
+    for j in range(w, n_jobs, n_slots):
+        if bad[w, 0] != 0:
+            break
+        seed_env(rng, w, seeds[j])
+        _game.reset_env(s, p, w, rng)
+        _game.write_obs(s, p, w, obs)
+        _game.write_mask(s, p, w, masks)
+        t = 0
+        terminated = False
+        while True:
+            for k in range(obs_dim):
+                obs_out[j, t, k] = obs[w, k]
+            if keep_masks:
+                for k in range(n_mask):
+                    mask_out[j, t, k] = masks[w, k]
+            a = _policy_inline(s, p, w, rng)
+            actions[w] = a
+            legal = _game.action_ok(p, actions, w) and (n_mask == 0 or masks[w, a])
+            if not legal:
+                bad[w, 0] = j + 1
+                bad[w, 1] = a
+                break
+            act_out[j, t] = a
+            PRE_STEP(s, p, w, actions)
+            reward, terminated = _step_inline(s, p, w, actions, events, rng)  # as vecsim.jit.step_and_write
+            _write_obs(s, p, w, obs)
+            _mask_inline(s, p, w, masks)
+            rew_out[j, t] = reward
+            t += 1
+            truncated = env_max_steps > 0 and t >= env_max_steps
+            done = terminated or truncated or t >= max_steps
+            done_out[j, t - 1] = done
+            if done:
+                break
+        # Reused arrays are not cleared before a collection: len_out[j] still holds the
+        # length of the row's earlier episode, whose later steps go back to padding here.
+        for tt in range(t, len_out[j]):
+            for k in range(obs_dim):
+                obs_out[j, tt, k] = 0
+            act_out[j, tt] = 0
+            rew_out[j, tt] = 0
+            done_out[j, tt] = True
+            if keep_masks:
+                for k in range(n_mask):
+                    mask_out[j, tt, k] = False
+        len_out[j] = t
+        term_out[j] = terminated
 
 
 @njit(**OPTS)
@@ -31,56 +100,7 @@ def collect(seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out
             bad, actions, obs, masks, events, rng, P, STATE_ARGS):
     """Play every job. When slot ``w``'s policy returns a malformed or illegal action ``a`` in
     job ``j``, ``bad[w] = (j + 1, a)`` and that slot stops (``bad[w, 0] == 0``: no error)."""
-    n_jobs = seeds.shape[0]
-    n_slots = actions.shape[0]
-    obs_dim = obs.shape[1]
-    n_mask = masks.shape[1]
-    keep_masks = mask_out.shape[0] > 0
-    for w in prange(n_slots):
+    for w in prange(actions.shape[0]):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        bad[w, 0] = 0
-        for j in range(w, n_jobs, n_slots):
-            if bad[w, 0] != 0:
-                break
-            seed_env(rng, w, seeds[j])
-            _game.reset_env(s, p, w, rng)
-            _game.write_obs(s, p, w, obs)
-            _game.write_mask(s, p, w, masks)
-            t = 0
-            terminated = False
-            while True:
-                for k in range(obs_dim):
-                    obs_out[j, t, k] = obs[w, k]
-                if keep_masks:
-                    for k in range(n_mask):
-                        mask_out[j, t, k] = masks[w, k]
-                a = _policy(s, p, w, rng)
-                actions[w] = a
-                legal = _game.action_ok(p, actions, w) and (n_mask == 0 or masks[w, a])
-                if not legal:
-                    bad[w, 0] = j + 1
-                    bad[w, 1] = a
-                    break
-                act_out[j, t] = a
-                PRE_STEP(s, p, w, actions)
-                reward, terminated = _step_and_write(s, p, w, actions, events, rng, obs, masks)
-                rew_out[j, t] = reward
-                t += 1
-                truncated = env_max_steps > 0 and t >= env_max_steps
-                done = terminated or truncated or t >= max_steps
-                done_out[j, t - 1] = done
-                if done:
-                    break
-            # Reused arrays are not cleared before a collection: len_out[j] still holds the
-            # length of the row's earlier episode, whose later steps go back to padding here.
-            for tt in range(t, len_out[j]):
-                for k in range(obs_dim):
-                    obs_out[j, tt, k] = 0
-                act_out[j, tt] = 0
-                rew_out[j, tt] = 0
-                done_out[j, tt] = True
-                if keep_masks:
-                    for k in range(n_mask):
-                        mask_out[j, tt, k] = False
-            len_out[j] = t
-            term_out[j] = terminated
+        _play_slot(s, p, w, seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out, term_out, len_out,
+                   mask_out, bad, actions, obs, masks, events, rng)

@@ -66,6 +66,23 @@ def _inline_copy(fn, opts: dict):
     return njit(**dict(opts, inline="always"))(fn.py_func)
 
 
+def _float_semantics(opts: dict) -> tuple:
+    fm = opts.get("fastmath", False)
+    return (frozenset(fm) if isinstance(fm, (set, frozenset)) else bool(fm), opts.get("error_model", "python"))
+
+
+def inline_if_same_semantics(fn, opts: dict):
+    """A copy of the njit function ``fn`` that Numba inlines into callers compiled with
+    ``opts``, or ``fn`` itself when its fast-math flags or error model differ from ``opts``'.
+
+    Inlined code is compiled with its caller's flags, so a policy written ``@exact`` inside a
+    ``precision="float32"`` kernel would otherwise silently compute with fast math."""
+    if _float_semantics(fn.targetoptions) != _float_semantics(opts):
+        return fn
+    opts = {k: v for k, v in fn.targetoptions.items() if k != "nopython"}  # njit's own
+    return njit(**dict(opts, cache=False, inline="always"))(fn.py_func)
+
+
 def step_parts(game_module, step_name: str, precision: str):
     """``(step, write_obs, write_mask)`` of a game for ``step_and_write`` and
     ``step_run_and_write``: copies of its step (``step_name``) and ``write_mask`` that Numba
