@@ -83,22 +83,28 @@ def _map_in_processes(fn, items: list, jobs: int, progress: Progress | None = No
     fills the on-disk cache that much sooner. ``fn`` must be a module-level function (the
     processes are spawned: a forked process could inherit Numba's threads mid-launch).
     """
-    jobs = min(jobs, len(items))
-    if jobs <= 1:
-        return [fn(item) for item in items]
     import concurrent.futures
     import multiprocessing
 
+    jobs = min(jobs, len(items))
+    where = f"{label} {len(items)} in {jobs} process{'es' if jobs > 1 else ''}"
     if progress is not None:
-        progress.show(f"{label} {len(items)} in {jobs} processes")
-    ctx = multiprocessing.get_context("spawn")
+        progress.show(where)
     results = []
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
-        for result in pool.map(fn, items):
+    if jobs <= 1:
+        outputs = map(fn, items)
+    else:
+        pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+        outputs = pool.map(fn, items)
+    try:
+        for result in outputs:
             results.append(result)
             if progress is not None:
                 progress.advance()
-                progress.show(f"{label} {len(items)} in {jobs} processes")
+                progress.show(where)
+    finally:
+        if jobs > 1:
+            pool.shutdown(cancel_futures=True)
     return results
 
 
@@ -146,14 +152,7 @@ def cmd_warmup(args) -> int:
     items = [(game_id, precision, args.collector) for game_id in games for precision in args.precision]
     progress = Progress(len(items), enabled=not args.no_progress)
     start = time.perf_counter()
-    if min(args.jobs, len(items)) > 1:
-        seconds = _map_in_processes(_warm_kernel_set, items, args.jobs, progress, "kernel sets:")
-    else:
-        seconds = []
-        for item in items:
-            progress.show(f"compiling {_short(item[0])} {item[1]}")
-            seconds.append(_warm_kernel_set(item))
-            progress.advance()
+    seconds = _map_in_processes(_warm_kernel_set, items, args.jobs, progress, "kernel sets:")
     wall = time.perf_counter() - start
     progress.finish()
     rows = [[_short(game_id), precision, f"{secs:.1f}"] for (game_id, precision, _), secs in zip(items, seconds)]
