@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -61,6 +66,22 @@ def test_parallel_auto_picks_serial_below_the_threshold(game_id):
     assert vecsim.make(game_id, threshold - 1).parallel is False
     assert vecsim.make(game_id, threshold).parallel is (numba.get_num_threads() > 1)
     assert vecsim.make(game_id, 4, parallel=True).parallel is True
+
+
+def test_parallel_thresholds_grow_on_the_workqueue_threading_layer():
+    # Where Numba finds no OpenMP or TBB, its workqueue layer launches threads about 50x
+    # slower: "auto" keeps the serial kernels up to WORKQUEUE_FACTOR times larger batches.
+    code = ("import vecsim; from vecsim.engine import PARALLEL_MIN_RESETS as R, WORKQUEUE_FACTOR as F; "
+            "base = vecsim.resolve('CartPole-v1').module.PARALLEL_MIN_ENVS; "
+            "below, at = vecsim.make('CartPole-v1', base * F - 1), vecsim.make('CartPole-v1', base * F); "
+            "print(vecsim.jit.threading_layer(), below.parallel, at.parallel, at._min_parallel_resets == R * F, "
+            "vecsim.make('CartPole-v1', 4, parallel=True).parallel)")
+    env = {k: v for k, v in os.environ.items() if k != "VECSIM_PARALLEL_THRESHOLD"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=pathlib.Path(__file__).resolve().parents[1],
+                          env={**env, "NUMBA_THREADING_LAYER": "workqueue", "NUMBA_NUM_THREADS": "2"},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["workqueue", "False", "True", "True", "True"], proc.stdout
 
 
 def test_supports_no_reset(engine):
@@ -234,7 +255,7 @@ def test_many_resets_take_the_parallel_kernel_and_give_the_serial_results(kind):
             mask = {"step mask": result.to_reset_mask(), "bool array": done,
                     "ResetMask": ResetMask.from_bools(done)}[kind]
             if eng is par:
-                many = int(done.sum()) >= vecsim.engine.PARALLEL_MIN_RESETS
+                many = int(done.sum()) >= vecsim.engine.PARALLEL_MIN_RESETS * vecsim.engine.launch_factor()
                 expected = par._reset_kernel if many else par._reset_sparse_kernel
                 assert par._reset_envs_kernel(mask) is expected
             eng.reset_envs(mask, seed=None if t % 2 else 100 + t)

@@ -313,7 +313,7 @@ class EpisodeCollector:
         eng, w = self.engine, self.num_workers
         self._kernels = kern = load_collect_step_kernels(eng.game, eng.precision, self._discrete)
         self._parallel = parallel
-        self._parallel_min = parallel_min_envs(eng.game)
+        self._parallel_min = parallel_min_envs(eng.game, w)
         self._ctl = np.zeros(kern.N_CTL, dtype=np.int64)
         self._job_of = np.full(w, -1, dtype=np.int64)
         self._step_of = np.zeros(w, dtype=np.int64)

@@ -16,6 +16,7 @@ from gymnasium import spaces
 
 from vecsim._codegen import load_kernels
 from vecsim.contract import GameSpec
+from vecsim.jit import threading_layer
 from vecsim.reset_mask import ResetMask
 from vecsim.rng import MAX_SEED
 from vecsim.step_result import StepResult
@@ -30,6 +31,11 @@ MAX_EPISODE_STEPS = 2**31 - 1
 #: declare no ``PARALLEL_MIN_ENVS``. Below it a serial kernel wins: a parallel launch costs a
 #: few microseconds. ``VECSIM_PARALLEL_THRESHOLD`` overrides every game's value.
 DEFAULT_PARALLEL_MIN_ENVS = 512
+#: How many times larger those thresholds are on Numba's ``workqueue`` threading layer (where
+#: no OpenMP or TBB library is found): a parallel launch cost 85-110 us there against 2 us on
+#: ``omp``, and CartPole's float64 step at 4096 envs took 516 us in parallel against 134 us
+#: serial (parallel first won at 65536 envs: 1.68 ms against 2.17 ms).
+WORKQUEUE_FACTOR = 64
 #: Number of envs from which ``reset_envs`` of a parallel engine uses the parallel reset
 #: kernel. Below it the serial kernel wins (a parallel launch costs a few microseconds, a
 #: reset 15-30 ns an env). Above it the parallel one wins twice: each thread resets the envs
@@ -38,12 +44,24 @@ DEFAULT_PARALLEL_MIN_ENVS = 512
 PARALLEL_MIN_RESETS = 256
 
 
-def parallel_min_envs(game: GameSpec) -> int:
-    """Batch size from which ``parallel="auto"`` picks the parallel kernel for ``game``."""
+def launch_factor() -> int:
+    """``WORKQUEUE_FACTOR`` on Numba's workqueue threading layer, else 1: what the batch sizes
+    measured on the omp layer (``PARALLEL_MIN_ENVS``, ``PARALLEL_MIN_RESETS``) are scaled by."""
+    return WORKQUEUE_FACTOR if threading_layer() == "workqueue" else 1
+
+
+def parallel_min_envs(game: GameSpec, num_envs: int | None = None) -> int:
+    """Batch size from which ``parallel="auto"`` picks the parallel kernel for ``game``:
+    ``VECSIM_PARALLEL_THRESHOLD`` if set, else the game's ``PARALLEL_MIN_ENVS`` (measured on
+    the omp threading layer) times ``launch_factor()``. A ``num_envs`` below the game's own
+    value is answered without starting Numba's threads to find out their layer."""
     override = os.environ.get("VECSIM_PARALLEL_THRESHOLD")
     if override:
         return int(override)
-    return int(getattr(game.module, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS))
+    base = int(getattr(game.module, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS))
+    if num_envs is not None and num_envs < base:
+        return base
+    return base * launch_factor()
 
 BUFFER_NAMES = ("obs", "rewards", "terminals", "truncations")
 
@@ -166,7 +184,7 @@ class Engine:
 
         kernels = load_kernels(game, precision, self._discrete)
         if parallel == "auto":
-            self.parallel = n >= parallel_min_envs(game) and numba.get_num_threads() > 1
+            self.parallel = numba.get_num_threads() > 1 and n >= parallel_min_envs(game, n)
         else:
             self.parallel = bool(parallel)
         suffix = "parallel" if self.parallel else "serial"
@@ -174,8 +192,10 @@ class Engine:
         self._reset_kernel = getattr(kernels, f"reset_{suffix}")
         # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
         # kernel skips empty words without the cost of starting threads. A parallel engine
-        # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more (_reset_envs_kernel).
+        # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more, times the threading
+        # layer's launch_factor (_reset_envs_kernel).
         self._reset_sparse_kernel = kernels.reset_serial
+        self._min_parallel_resets = PARALLEL_MIN_RESETS * launch_factor() if self.parallel else 0
         self._observe_kernel = getattr(kernels, f"observe_{suffix}")
         state = tuple(self.state)
         # Everything after ``actions`` in the step kernel's signature, packed once.
@@ -461,8 +481,8 @@ class Engine:
 
     def _reset_envs_kernel(self, mask):
         """The reset kernel for ``reset_envs`` of a checked ``mask``: the serial one unless
-        this engine is parallel and the mask holds at least ``PARALLEL_MIN_RESETS`` envs.
-        Both give the same results: an env's reset touches only that env."""
+        this engine is parallel and the mask holds at least ``PARALLEL_MIN_RESETS`` envs (times
+        ``launch_factor()``). Both give the same results: an env's reset touches only that env."""
         if not self.parallel:
             return self._reset_sparse_kernel
         if mask is self.result.done_mask:
@@ -471,7 +491,7 @@ class Engine:
             count = mask.count()
         else:
             count = int(np.count_nonzero(mask))
-        return self._reset_kernel if count >= PARALLEL_MIN_RESETS else self._reset_sparse_kernel
+        return self._reset_kernel if count >= self._min_parallel_resets else self._reset_sparse_kernel
 
     def _forget_done(self) -> None:
         """Drop the kernel-packed mask of the last ``step_no_reset`` (another step or a full

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import threading
 
-from numba import njit
+import numba
+import numpy as np
+from numba import njit, prange
 
 FAST_MATH = frozenset({"nsz", "arcp", "afn"})
 
@@ -207,3 +209,20 @@ def reset_and_write(game_module):
 
             _FUSED[key] = fused
         return _FUSED[key]
+
+
+@njit(**kernel_options("float64", True))
+def _first_launch(out):
+    for i in prange(out.shape[0]):
+        out[i] = i
+
+
+def threading_layer() -> str:
+    """The threading layer of Numba's parallel kernels in this process (``"omp"``, ``"tbb"``
+    or ``"workqueue"``), known only once a parallel kernel has run: this runs a trivial one
+    (cached) when none has."""
+    try:
+        return numba.threading_layer()
+    except ValueError:  # no parallel kernel has run yet
+        _first_launch(np.zeros(2))
+        return numba.threading_layer()
