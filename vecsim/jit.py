@@ -224,5 +224,8 @@ def threading_layer() -> str:
     try:
         return numba.threading_layer()
     except ValueError:  # no parallel kernel has run yet
+        from vecsim._codegen import _load_without_refresh  # imports this module
+
+        _load_without_refresh(_first_launch)  # a warm start loads it as it loads the kernels
         _first_launch(np.zeros(2))
         return numba.threading_layer()
