@@ -117,6 +117,18 @@ def test_warmup_fills_an_empty_cache_that_the_next_run_only_loads(tmp_path):
 
 def test_warmup_rejects_bad_arguments():
     for args, text in ((("--games", "NoSuchGame-v0"), "NoSuchGame-v0"), (("--precision", "float16"), "float16"),
-                       (("--jobs", "0"), "--jobs")):
+                       (("--jobs", "0"), "--jobs"),
+                       (("--games", "Tetris-v0", "--param", "action_mode"), "NAME=VALUE"),
+                       (("--games", "CartPole-v1", "--param", "action_mode=reach"), "'action_mode'")):
         proc = run_vecsim("warmup", *args, check=False)
         assert proc.returncode == 2 and text in proc.stderr, (args, proc.stderr)
+
+
+def test_warmup_param_values_parse_as_numbers_or_names():
+    from vecsim.cli import UsageError, _game_params
+
+    assert _game_params(["action_mode=reach", "queue=3", "gravity=0.5", "hold=1.0"], ["vecsim/Tetris-v0"]) == {
+        "action_mode": "reach", "queue": 3, "gravity": 0.5, "hold": 1.0}
+    assert _game_params(None, ["vecsim/Tetris-v0"]) == {}
+    with pytest.raises(UsageError, match="CartPole-v1 has no parameter 'queue'"):
+        _game_params(["queue=3"], ["vecsim/Tetris-v0", "vecsim/CartPole-v1"])

@@ -729,6 +729,58 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
                 render(tetris, "float64", True)
 
 
+def test_kernel_functions_leave_the_planner_out_of_placement_free_tetris_batches():
+    """A Tetris batch in drop or primitive mode gets kernels generated with a mask function
+    that never calls the reach planner (half of its cold compile); a reach batch keeps the
+    full write_mask. Checked on the generated sources: nothing is compiled here."""
+    from vecsim._codegen import render_collect_step_source, render_source
+    from vecsim.contract import load_game
+
+    tetris = load_game("games.tetris")
+    Params = tetris.params_cls
+    for mode, stand_in in ((0, "write_mask_without_planner"), (1, "write_mask_without_planner"), (2, None)):
+        functions = tetris.kernel_functions(Params(action_mode=mode))
+        assert functions == ((("write_mask", stand_in),) if stand_in else ())
+        for text in (render_source(tetris, "float64", True, functions),
+                     render_collect_step_source(tetris, "float64", True, functions)):
+            mask = stand_in or "write_mask"
+            assert "STEP_ENV" not in text and "WRITE_MASK" not in text
+            assert f'"{mask}")' in text and f"_game.{mask}(" in text
+            if stand_in:
+                assert '"write_mask")' not in text and "_game.write_mask(" not in text
+    # The stand-in itself never reaches the planner; the full mask does.
+    import inspect
+    src = inspect.getsource(tetris.module.write_mask_without_planner.py_func)
+    assert "_reach_mask" not in src and "_reach_mask" in inspect.getsource(tetris.module.write_mask.py_func)
+    # CartPole has no kernel_functions: its sources are unchanged.
+    cartpole = load_game("games.cartpole")
+    assert cartpole.kernel_functions(cartpole.params_cls()) == ()
+    assert render_source(cartpole, "float32", True) == render_source(cartpole, "float32", True, ())
+
+
+def test_kernel_functions_are_checked(monkeypatch):
+    from vecsim.contract import load_game
+
+    tetris = load_game("games.tetris")
+    p = tetris.params_cls()
+    for bad, error, match in (({"reset_env": "write_mask"}, ValueError, "may replace only"),
+                              ({"write_mask": "no_such_function"}, TypeError, "'no_such_function' for 'write_mask'"),
+                              ({"write_mask": "N_DROP"}, TypeError, "not an @njit function"),
+                              ([("write_mask", "write_mask")], TypeError, "must return a dict")):
+        monkeypatch.setattr(tetris.module, "kernel_functions", lambda params, bad=bad: bad)
+        with pytest.raises(error, match=match):
+            tetris.kernel_functions(p)
+
+
+def test_structural_params_must_be_the_same_for_every_env():
+    """Per-env values of a param that shapes the spaces or the kernels (Tetris's action_mode,
+    hold, queue) are refused before anything compiles, naming the first env that differs."""
+    with pytest.raises(ValueError, match=r"action_mode .* env 0 has 1.0 and env 2 has 2.0"):
+        vecsim.make("Tetris-v0", 4, action_mode=np.array([1, 1, 2, 1]))
+    with pytest.raises(ValueError, match=r"queue .* env 0 has 5.0 and env 1 has 3.0"):
+        vecsim.make("Tetris-v0", 2, queue=[5, 3])
+
+
 def test_per_env_helpers_reject_bad_indices(engine):
     for bad in (-1, engine.num_envs):
         with pytest.raises(IndexError, match=f"env index {bad} is out of range"):

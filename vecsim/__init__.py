@@ -38,7 +38,8 @@ def make(game_id: str, num_envs: int = 1, **kwargs) -> Engine:
     return Engine(game, num_envs, **kwargs)
 
 
-def warmup(game_id: str | None = None, precision: str = "float64", parallel: bool | None = None) -> None:
+def warmup(game_id: str | None = None, precision: str = "float64", parallel: bool | None = None,
+           **params) -> None:
     """Compile (or load from the cache) the kernels of one game, or of every game.
 
     Parameters
@@ -48,14 +49,21 @@ def warmup(game_id: str | None = None, precision: str = "float64", parallel: boo
     precision : {"float64", "float32"}
     parallel : bool or None
         Warm only the parallel (``True``) or serial (``False``) kernels; ``None``: both.
+    **params
+        Game parameters, for a game whose kernels depend on them (``kernel_functions`` in
+        ``vecsim.contract``): Tetris compiles its reach planner only for
+        ``action_mode="reach"``, so ``warmup("Tetris-v0", action_mode="reach")`` warms that
+        mode and the default warms drop and primitive mode. Only with a ``game_id``.
     """
     if parallel not in (None, True, False):
         raise ValueError(f"parallel must be None, True or False, but got parallel={parallel!r}")
+    if params and game_id is None:
+        raise ValueError(f"game parameters {sorted(params)} need a game_id")
     ids = game_ids() if game_id is None else [game_id]
     variants = (False, True) if parallel is None else (parallel,)
     for gid in ids:
         for par in variants:
-            eng = make(gid, 2, precision=precision, parallel=par)
+            eng = make(gid, 2, precision=precision, parallel=par, **params)
             eng.reset(seed=0)
             eng.step(eng.zero_actions())
             eng.reset_envs(ResetMask.all(2))

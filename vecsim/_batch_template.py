@@ -1,7 +1,9 @@
 """Template of the batched kernels, written once for every game.
 
-This file is never imported. ``vecsim._codegen`` substitutes the game module, the state
-field names, the number of constants and the precision, writes the result as a real module
+This file is never imported. ``vecsim._codegen`` substitutes the game module, its step and
+mask functions (``STEP_ENV``, ``WRITE_MASK``: the contract's or the stand-ins its
+``kernel_functions`` chose), the state field names, the number of constants and the
+precision, writes the result as a real module
 in vecsim's cache folder, and imports it. A real file on disk is what lets Numba cache the
 kernels (a kernel that receives a jitted function as an argument, or a closure over one, is
 recompiled in every process). The section between the KERNELS markers is instantiated twice,
@@ -52,11 +54,11 @@ _SUM_BYTES = np.uint64(0x0101010101010101)  # sum of the 8 bytes -> top byte
 _S56 = np.uint64(56)
 
 # The step, observation and mask of one env in one call (see vecsim.jit.step_and_write).
-_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION")
+_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
 # Its reset, fresh-episode outputs, observation and mask in one call (vecsim.jit.reset_and_write).
-_reset_and_write = reset_and_write(_game)
+_reset_and_write = reset_and_write(_game, "WRITE_MASK")
 # The steps of a run of ENVS_PER_CALL envs in one call (vecsim.jit.step_run_and_write).
-_step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION")
+_step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
 
 
 # KERNELS BEGIN
@@ -179,7 +181,7 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
                 elapsed[i] = 0
                 needs_reset[i] = False
                 _game.write_obs(s, p, i, obs)
-                _game.write_mask(s, p, i, masks)
+                _game.WRITE_MASK(s, p, i, masks)
     elif mode == NO_RESET:
         # Pack the flags 8 at a time: ``needs_u64`` views ``needs_reset`` (zero-padded to whole
         # words) as uint64, 8 bool bytes each; a multiply gathers their low bits into a byte.
@@ -228,7 +230,7 @@ def observe_MODE(obs, masks, P, STATE_ARGS):
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         _game.write_obs(s, p, i, obs)
-        _game.write_mask(s, p, i, masks)
+        _game.WRITE_MASK(s, p, i, masks)
 
 
 # KERNELS END

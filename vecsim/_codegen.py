@@ -78,14 +78,29 @@ def envs_per_call(game: GameSpec) -> int:
     return value
 
 
-def render_source(game: GameSpec, precision: str, discrete: bool) -> str:
+def _function_names(game: GameSpec, precision: str, functions) -> tuple[str, str]:
+    """``(step, mask)``: the names of the game's step for ``precision`` (``step_env_fast`` in
+    float32 where the game has one) and of its ``write_mask``, or of the stand-ins that
+    ``functions`` (``GameSpec.kernel_functions`` pairs) chose."""
+    chosen = dict(functions)
+    step = "step_env_fast" if precision == "float32" and hasattr(game.module, "step_env_fast") else "step_env"
+    return chosen.get(step, step), chosen.get("write_mask", "write_mask")
+
+
+def _variant_tag(functions) -> str:
+    """A file-name part naming the stand-ins of ``functions`` (empty for none)."""
+    return "".join(f"_{stand_in}" for _, stand_in in functions)
+
+
+def render_source(game: GameSpec, precision: str, discrete: bool, functions=()) -> str:
     """The source text of the kernel module for ``game`` at ``precision``; ``discrete`` says
-    whether its actions are ``Discrete`` (narrowed to int32 for the step loops) or ``Box``."""
+    whether its actions are ``Discrete`` (narrowed to int32 for the step loops) or ``Box``;
+    ``functions``: the stand-ins ``GameSpec.kernel_functions`` chose for the batch."""
     mod = game.module
     fields = list(game.state_cls._fields)
     n_params = len(game.params_cls._fields)
     fast = precision == "float32" and hasattr(mod, "step_env_fast")
-    step_fn = "step_env_fast" if fast else "step_env"
+    step_fn, mask_fn = _function_names(game, precision, functions)
     uses_rng = bool(getattr(mod, "STEP_USES_RNG", True))
     head, body, tail = _split_template(_TEMPLATE.read_text())
     variants = []
@@ -99,6 +114,7 @@ def render_source(game: GameSpec, precision: str, discrete: bool) -> str:
     text = re.sub(r"\bSTATE_ARGS\b", state_args, text)
     text = re.sub(r"\bPARAM_ROWS\b", param_rows, text)
     text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
+    text = re.sub(r"\bWRITE_MASK\b", mask_fn, text)
     if fast or not hasattr(mod, "pre_step_env"):  # no empty parallel region
         text = re.sub(r"    # PRE STEP BEGIN.*?# PRE STEP END\n", "", text, flags=re.S)
     text = re.sub(r"\bSTEP_ACTIONS\b", "acts32" if discrete else "actions", text)
@@ -146,14 +162,16 @@ def _fingerprint(game: GameSpec, source: str, extra_files=()) -> str:
     return h.hexdigest()[:16]
 
 
-def load_kernels(game: GameSpec, precision: str, discrete: bool):
-    """The generated kernel module for ``game`` and ``precision`` (written once, then cached)."""
-    key = (game.module.__name__, precision)
+def load_kernels(game: GameSpec, precision: str, discrete: bool, functions=()):
+    """The generated kernel module for ``game`` and ``precision`` with the stand-ins
+    ``functions`` (``GameSpec.kernel_functions``) in it (written once, then cached)."""
+    key = (game.module.__name__, precision, tuple(functions))
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
-        source = render_source(game, precision, discrete)
-        name = f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}_{_fingerprint(game, source)}"
+        source = render_source(game, precision, discrete, functions)
+        name = (f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}{_variant_tag(functions)}_"
+                f"{_fingerprint(game, source)}")
         module = _import_generated(name, source)
         _LOADED[key] = module
         return module
@@ -173,34 +191,38 @@ def _policy_location(policy) -> tuple[str, str, str]:
     return module_name, name, inspect.getfile(module)
 
 
-def _substitute_game(text: str, game: GameSpec, precision: str) -> str:
-    """``text`` with the game's module, state fields, constants, step functions and precision."""
+def _substitute_game(text: str, game: GameSpec, precision: str, functions=()) -> str:
+    """``text`` with the game's module, state fields, constants, step and mask functions (or
+    the stand-ins ``functions`` chose) and precision."""
     mod = game.module
     fast = precision == "float32" and hasattr(mod, "step_env_fast")
     pre_step = "_game.pre_step_env" if hasattr(mod, "pre_step_env") and not fast else "no_pre_step"
+    step_fn, mask_fn = _function_names(game, precision, functions)
     text = re.sub(r"\bSTATE_ARGS\b", ", ".join(f"f_{f}" for f in game.state_cls._fields), text)
     text = re.sub(r"\bPARAM_ROWS\b", ", ".join(f"P[{k}]" for k in range(len(game.params_cls._fields))), text)
-    text = re.sub(r"\bSTEP_ENV\b", "step_env_fast" if fast else "step_env", text)
+    text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
+    text = re.sub(r"\bWRITE_MASK\b", mask_fn, text)
     text = re.sub(r"\bPRE_STEP\b", pre_step, text)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
     return text.replace('"PRECISION"', repr(precision))
 
 
-def load_collect_kernel(game: GameSpec, precision: str, policy):
-    """The cached episode-collection kernel of ``game`` with the jitted ``policy`` inside."""
+def load_collect_kernel(game: GameSpec, precision: str, policy, functions=()):
+    """The cached episode-collection kernel of ``game`` with the jitted ``policy`` and the
+    stand-ins ``functions`` (``GameSpec.kernel_functions``) inside."""
     module_name, name, source_file = _policy_location(policy)
-    key = (game.module.__name__, precision, module_name, name)
+    key = (game.module.__name__, precision, module_name, name, tuple(functions))
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
         mod = game.module
-        text = _substitute_game(_COLLECT_TEMPLATE.read_text(), game, precision)
+        text = _substitute_game(_COLLECT_TEMPLATE.read_text(), game, precision, functions)
         text = re.sub(r"\bPOLICY_MODULE\b", module_name, text)
         text = re.sub(r"\bPOLICY_NAME\b", name, text)
         text = _pad_signatures(text)
         fingerprint = _fingerprint(game, text, [pathlib.Path(source_file)])
         fname = (f"vecsim_collect_{mod.__name__.replace('.', '_')}_{module_name.replace('.', '_')}_{name}_"
-                 f"{precision}_{fingerprint}")
+                 f"{precision}{_variant_tag(functions)}_{fingerprint}")
         module = _import_generated(fname, text)
         _LOADED[key] = module
         return module
@@ -215,29 +237,31 @@ def _keep_one(text: str, per_env: str, runs: str, per_call: int) -> str:
     return re.sub(r"\bRUN_LENGTH\b", str(per_call), text)
 
 
-def render_collect_step_source(game: GameSpec, precision: str, discrete: bool) -> str:
+def render_collect_step_source(game: GameSpec, precision: str, discrete: bool, functions=()) -> str:
     """The source text of the per-step collection kernels of ``game`` at ``precision`` for its
-    ``Discrete`` (``discrete=True``) or ``Box`` actions."""
+    ``Discrete`` (``discrete=True``) or ``Box`` actions, with the stand-ins ``functions``."""
     head, body, tail = _split_template(_COLLECT_STEP_TEMPLATE.read_text())
     variants = []
     for mode in ("serial", "parallel"):
         part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
         variants.append(re.sub(r"_MODE\b", f"_{mode}", part))
-    text = _substitute_game(head + "".join(variants) + tail, game, precision)
+    text = _substitute_game(head + "".join(variants) + tail, game, precision, functions)
     text = _keep_one(text, "PER SLOT", "SLOT RUNS", envs_per_call(game))
     return _pad_signatures(re.sub(r"_KIND\b", f"_{'discrete' if discrete else 'box'}", text))
 
 
-def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool):
+def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool, functions=()):
     """The cached per-step collection kernels of ``game`` (``advance_serial`` and
-    ``advance_parallel``) for its ``Discrete`` (``discrete=True``) or ``Box`` actions."""
+    ``advance_parallel``) for its ``Discrete`` (``discrete=True``) or ``Box`` actions, with
+    the stand-ins ``functions`` (``GameSpec.kernel_functions``)."""
     kind = "discrete" if discrete else "box"
-    key = (game.module.__name__, precision, "collect_step", kind)
+    key = (game.module.__name__, precision, "collect_step", kind, tuple(functions))
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
-        text = render_collect_step_source(game, precision, discrete)
-        name = (f"vecsim_collect_step_{game.module.__name__.replace('.', '_')}_{precision}_{kind}_"
+        text = render_collect_step_source(game, precision, discrete, functions)
+        name = (f"vecsim_collect_step_{game.module.__name__.replace('.', '_')}_{precision}_{kind}"
+                f"{_variant_tag(functions)}_"
                 f"{_fingerprint(game, text)}")
         module = _import_generated(name, text)
         _LOADED[key] = module

@@ -1,7 +1,7 @@
 """Template of the per-step collection kernels, for policies that run outside the kernel.
 
-Never imported. ``vecsim._codegen.load_collect_step_kernels`` substitutes the game module, the
-state fields, the precision and the action kind (``discrete`` or ``box``), writes the result
+Never imported. ``vecsim._codegen.load_collect_step_kernels`` substitutes the game module (and
+the stand-ins its ``kernel_functions`` chose), the state fields, the precision and the action kind (``discrete`` or ``box``), writes the result
 into vecsim's cache folder and imports it, so the kernels are cached on disk like the batched
 kernels. The section between the KERNELS markers is instantiated twice, ``_serial`` and
 ``_parallel``: one body, two compilations, identical results (each slot touches only its own
@@ -46,9 +46,9 @@ from GAME_MODULE import Params, State  # parfor lowering looks these names up he
 
 OPTS_SERIAL = kernel_options("PRECISION", False)
 OPTS_PARALLEL = kernel_options("PRECISION", True)
-_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION")
+_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
 # Its step and mask as copies inlined into _step_slots, and write_obs (vecsim.jit.step_parts).
-_step_inline, _write_obs, _mask_inline = step_parts(_game, "STEP_ENV", "PRECISION")
+_step_inline, _write_obs, _mask_inline = step_parts(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
 
 #: Where the actions come from.
 SOURCE_POLICY, SOURCE_TABLE, SOURCE_RANDOM = 0, 1, 2
@@ -168,7 +168,7 @@ def _start_job(w, j, seeds, pol_rng, obs_out, mask_out, obs, masks, rng, P, STAT
     pol_rng[w, 1] = 0
     _game.reset_env(s, p, w, rng)
     _game.write_obs(s, p, w, obs)
-    _game.write_mask(s, p, w, masks)
+    _game.WRITE_MASK(s, p, w, masks)
     _keep_step(j, 0, w, obs, masks, obs_out, mask_out)
 
 

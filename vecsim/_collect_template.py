@@ -1,7 +1,7 @@
 """Template of the episode-collection kernel for an in-kernel (jitted) policy.
 
-Never imported. ``vecsim._codegen.load_collect_kernel`` substitutes the game module, the
-policy's module and name, the state fields and the precision, writes the result into vecsim's
+Never imported. ``vecsim._codegen.load_collect_kernel`` substitutes the game module (and
+the stand-ins its ``kernel_functions`` chose), the policy's module and name, the state fields and the precision, writes the result into vecsim's
 cache folder and imports it, so the kernel is cached on disk like the batched kernels (a
 jitted function passed as an argument would be recompiled in every process).
 
@@ -26,7 +26,7 @@ OPTS = kernel_options("PRECISION", True)
 OPTS_SLOT = kernel_options("PRECISION", False)
 # The game's step and mask, and the policy, as copies inlined into _play_slot (see there);
 # a policy compiled with other float semantics than this precision's is called instead.
-_step_inline, _write_obs, _mask_inline = step_parts(_game, "STEP_ENV", "PRECISION")
+_step_inline, _write_obs, _mask_inline = step_parts(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
 _policy_inline = inline_if_same_semantics(_policy, OPTS_SLOT)
 
 
@@ -52,7 +52,7 @@ def _play_slot(s, p, w, seeds, max_steps, env_max_steps, obs_out, act_out, rew_o
         seed_env(rng, w, seeds[j])
         _game.reset_env(s, p, w, rng)
         _game.write_obs(s, p, w, obs)
-        _game.write_mask(s, p, w, masks)
+        _game.WRITE_MASK(s, p, w, masks)
         t = 0
         terminated = False
         while True:

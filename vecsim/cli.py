@@ -128,34 +128,65 @@ def _warmup_all(games: list[str], jobs: int, progress: Progress) -> dict[str, fl
 
 
 # -- warmup ---------------------------------------------------------------------------------
-def _warm_kernel_set(item: tuple[str, str, bool]) -> float:
-    """Seconds to compile (or load) one game's kernels in one precision: the engine's, and
-    with ``collector`` those of ``EpisodeCollector`` for policies outside the kernel."""
-    game_id, precision, collector = item
+def _warm_kernel_set(item: tuple[str, str, bool, dict]) -> float:
+    """Seconds to compile (or load) one game's kernels in one precision with game parameters
+    ``params``: the engine's, and with ``collector`` those of ``EpisodeCollector`` for
+    policies outside the kernel."""
+    game_id, precision, collector, params = item
     import vecsim
     from vecsim.collector import EpisodeCollector
 
     start = time.perf_counter()
-    vecsim.warmup(game_id, precision)
+    vecsim.warmup(game_id, precision, **params)
     if collector:
         # Random actions use the same per-step kernels as a Python policy; both variants.
         for parallel in (False, True):
-            with EpisodeCollector(game_id, 2, 2, "random", seed=0, precision=precision, parallel=parallel) as c:
+            with EpisodeCollector(game_id, 2, 2, "random", seed=0, precision=precision, parallel=parallel,
+                                  **params) as c:
                 c.request_episodes(2)
     return time.perf_counter() - start
+
+
+class UsageError(ValueError):
+    """A bad command-line value found after parsing: reported as argparse reports its own (exit 2)."""
+
+
+def _game_params(pairs, games: list[str]) -> dict:
+    """``--param NAME=VALUE`` pairs as keyword arguments (numbers where they parse as one),
+    each checked to be a parameter of every game in ``games``."""
+    import vecsim
+
+    params = {}
+    for pair in pairs or ():
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--param must be NAME=VALUE, but got --param {pair!r}")
+        try:
+            value = float(text)
+            params[name] = int(value) if value.is_integer() and "." not in text else value
+        except ValueError:
+            params[name] = text
+    for game_id in games:
+        fields = vecsim.resolve(game_id).params_cls._fields
+        unknown = sorted(set(params) - set(fields))
+        if unknown:
+            raise UsageError(f"{_short(game_id)} has no parameter {unknown[0]!r} (--param); "
+                             f"its parameters are {list(fields)}")
+    return params
 
 
 def cmd_warmup(args) -> int:
     from vecsim._codegen import cache_dir
 
     games = _game_list(args.games)
-    items = [(game_id, precision, args.collector) for game_id in games for precision in args.precision]
+    params = _game_params(args.param, games)
+    items = [(game_id, precision, args.collector, params) for game_id in games for precision in args.precision]
     progress = Progress(len(items), enabled=not args.no_progress)
     start = time.perf_counter()
     seconds = _map_in_processes(_warm_kernel_set, items, args.jobs, progress, "kernel sets:")
     wall = time.perf_counter() - start
     progress.finish()
-    rows = [[_short(game_id), precision, f"{secs:.1f}"] for (game_id, precision, _), secs in zip(items, seconds)]
+    rows = [[_short(game_id), precision, f"{secs:.1f}"] for (game_id, precision, _, _), secs in zip(items, seconds)]
     print(bench.format_table(["game", "precision", "seconds"], rows))
     what = "engine and collector kernels" if args.collector else "engine kernels"
     print(f"\n{what}, serial and parallel, compiled or loaded in {wall:.1f} s "
@@ -484,6 +515,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="precisions to compile (default: %(default)s)")
     w.add_argument("--collector", action="store_true",
                    help="also the EpisodeCollector kernels for random and Python policies")
+    w.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="a game parameter the kernels depend on, for every game listed; repeatable "
+                        "(Tetris compiles its reach planner only with --param action_mode=reach)")
     w.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
                    help="processes compiling at once (default: the CPU count)")
     w.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -514,6 +548,8 @@ def main(argv=None) -> int:
             build_parser().error(str(exc))
     try:
         return args.func(args)
+    except UsageError as exc:
+        build_parser().error(str(exc))
     except BrokenPipeError:  # the reader went away (``vecsim bench | head``): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

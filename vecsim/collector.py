@@ -311,7 +311,8 @@ class EpisodeCollector:
     def _setup_kernels(self, parallel) -> None:
         """Load the per-step kernels and allocate their scratch buffers (one set: one collection at a time)."""
         eng, w = self.engine, self.num_workers
-        self._kernels = kern = load_collect_step_kernels(eng.game, eng.precision, self._discrete)
+        self._kernels = kern = load_collect_step_kernels(eng.game, eng.precision, self._discrete,
+                                                         eng.kernel_functions)
         self._parallel = parallel
         self._parallel_min = parallel_min_envs(eng.game, w)
         self._ctl = np.zeros(kern.N_CTL, dtype=np.int64)
@@ -358,7 +359,8 @@ class EpisodeCollector:
         if isinstance(policy, CPUDispatcher):
             if not self._discrete:
                 raise TypeError(f"in-kernel policies choose Discrete actions; {self.single_action_space} is not")
-            return "jitted", load_collect_kernel(self.engine.game, self.engine.precision, policy)
+            return "jitted", load_collect_kernel(self.engine.game, self.engine.precision, policy,
+                                                  self.engine.kernel_functions)
         if callable(policy):
             return "callable", policy
         raise TypeError(f"policy must be a batched callable policy(obs, masks), an @njit policy(s, p, i, rng), "

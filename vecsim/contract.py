@@ -84,6 +84,18 @@ Optionally:
     VectorEnv with ``copy=True`` lets the step kernel write new arrays instead of copying the
     engine's buffers (``Engine.step_mode_fresh``): a row left partly unwritten would hold
     whatever memory the new array got.
+``kernel_functions(params) -> dict``
+    Which ``@njit`` function of the module stands in for a contract function (``step_env``,
+    ``step_env_fast`` or ``write_mask``) in the kernels of a batch with scalar ``params``,
+    e.g. ``{"write_mask": "write_mask_without_planner"}``; ``{}`` (or no such function) for
+    the contract functions themselves. It may look only at ``STRUCTURAL`` params (one value
+    for the whole batch), and a stand-in must behave exactly as the function it replaces for
+    every env with those params. Numba compiles every function a kernel can reach, so this
+    keeps code the batch never runs out of its compile: Tetris's drop and primitive modes
+    leave out the reach planner, half of Tetris's cold compile.
+``STRUCTURAL``
+    Names of ``Params`` fields that must have one value for the whole batch (they shape the
+    spaces or choose ``kernel_functions``); the engine refuses per-env arrays that differ.
 ``ENVS_PER_CALL``
     Envs stepped by one call of the fused per-env function in the step kernels (default 1).
     Every call passes each ``State`` array by value (pointer, shape and strides): for a game
@@ -112,6 +124,10 @@ REQUIRED = (
     "action_space", "reset_env", "step_env", "write_obs", "action_ok", "write_mask",
     "render_rgb", "render_text",
 )
+
+
+#: Contract functions a game's ``kernel_functions`` may replace in a batch's kernels.
+SPECIALISABLE = ("step_env", "step_env_fast", "write_mask")
 
 
 def param(value, i):
@@ -209,6 +225,26 @@ class GameSpec:
             pass
         files.add(inspect.getfile(self.module))
         return sorted(files)
+
+
+    def kernel_functions(self, params) -> tuple[tuple[str, str], ...]:
+        """The game's ``kernel_functions(params)`` for scalar ``params``, checked, as sorted
+        ``(contract name, stand-in name)`` pairs (empty for a game without it): what the
+        kernel modules of that batch are generated with."""
+        from numba.core.registry import CPUDispatcher
+
+        chooser = getattr(self.module, "kernel_functions", None)
+        chosen = {} if chooser is None else chooser(params)
+        if not isinstance(chosen, dict):
+            raise TypeError(f"{self.module.__name__}.kernel_functions must return a dict, but returned {chosen!r}")
+        for name, stand_in in chosen.items():
+            if name not in SPECIALISABLE:
+                raise ValueError(f"{self.module.__name__}.kernel_functions may replace only {SPECIALISABLE}, "
+                                 f"but named {name!r}")
+            if not isinstance(stand_in, str) or not isinstance(getattr(self.module, stand_in, None), CPUDispatcher):
+                raise TypeError(f"{self.module.__name__}.kernel_functions chose {stand_in!r} for {name!r}, "
+                                f"which is not an @njit function of the module")
+        return tuple(sorted(chosen.items()))
 
 
 def load_game(module_name: str) -> GameSpec:

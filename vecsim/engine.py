@@ -182,7 +182,10 @@ class Engine:
         self._has_reset = False
         self._closed = False
 
-        kernels = load_kernels(game, precision, self._discrete)
+        #: The stand-ins the game chose for this batch's kernels (``GameSpec.kernel_functions``):
+        #: ``(contract name, stand-in name)`` pairs, shared with the collector's kernels.
+        self.kernel_functions = game.kernel_functions(self.params_scalar)
+        kernels = load_kernels(game, precision, self._discrete, self.kernel_functions)
         if parallel == "auto":
             self.parallel = numba.get_num_threads() > 1 and n >= parallel_min_envs(game, n)
         else:
@@ -268,6 +271,12 @@ class Engine:
         check = getattr(self.game.module, "check_params", None)
         if check is not None:
             check(values)
+        for name in getattr(self.game.module, "STRUCTURAL", ()):
+            arr = values[name]
+            if np.ndim(arr) > 0 and np.any(arr != arr[0]):
+                k = int(np.flatnonzero(arr != arr[0])[0])
+                raise ValueError(f"{self.game.name} parameter {name} shapes the spaces or the compiled kernels and must "
+                                 f"be the same for every env, but env 0 has {arr[0]} and env {k} has {arr[k]}")
         self.params_scalar = cls(**{k: float(v) if np.ndim(v) == 0 else float(v[0]) for k, v in values.items()})
         public = cls(**{k: (float(v) if np.ndim(v) == 0 else v.copy()) for k, v in values.items()})
         if per_env:

@@ -85,34 +85,35 @@ def inline_if_same_semantics(fn, opts: dict):
     return njit(**dict(opts, cache=False, inline="always"))(fn.py_func)
 
 
-def step_parts(game_module, step_name: str, precision: str):
+def step_parts(game_module, step_name: str, precision: str, mask_name: str = "write_mask"):
     """``(step, write_obs, write_mask)`` of a game for ``step_and_write`` and
-    ``step_run_and_write``: copies of its step (``step_name``) and ``write_mask`` that Numba
-    inlines into their caller, and its ``write_obs`` (one per game, step and precision)."""
-    key = (game_module.__name__, step_name, precision, "parts")
+    ``step_run_and_write``: copies of its step (``step_name``) and mask (``mask_name``: its
+    ``write_mask`` or the stand-in its ``kernel_functions`` chose) that Numba inlines into
+    their caller, and its ``write_obs`` (one per game, step, mask and precision)."""
+    key = (game_module.__name__, step_name, mask_name, precision, "parts")
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
             _FUSED[key] = (_inline_copy(getattr(game_module, step_name), opts), game_module.write_obs,
-                           _inline_copy(game_module.write_mask, opts))
+                           _inline_copy(getattr(game_module, mask_name), opts))
         return _FUSED[key]
 
 
-def step_and_write(game_module, step_name: str, precision: str):
+def step_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask"):
     """The njit function ``f(s, p, i, actions, events, rng, obs, masks) -> (reward, terminated)``
     of a game: its step (``step_name``: ``"step_env"`` or ``"step_env_fast"``), then
-    ``write_obs`` and ``write_mask`` of env ``i``, in one call.
+    ``write_obs`` and its mask (``mask_name``, as for ``step_parts``) of env ``i``, in one call.
 
     The batched kernels call it once per env instead of calling the three functions: every
     call passes each ``State`` array's pointer, shape and strides by value, which for a game
     of many arrays costs more than a small function's work (Tetris, 25 arrays: about 60 ns a
     call, against 30 ns for its drop-mode mask). The step and the mask are inlined into this
     function rather than into a kernel's prange body, where inlining them changed the parallel
-    kernel's results (Numba 0.68). One function per game, step and precision, shared by every
+    kernel's results (Numba 0.68). One function per game, step, mask and precision, shared by every
     kernel module; not cached on its own (kernels embed it, and their file names hash the
     game's sources)."""
-    step, write_obs, mask = step_parts(game_module, step_name, precision)  # takes _FUSED_LOCK itself
-    key = (game_module.__name__, step_name, precision)
+    step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
+    key = (game_module.__name__, step_name, mask_name, precision)
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
@@ -132,7 +133,7 @@ def step_and_write(game_module, step_name: str, precision: str):
 MAX_ELAPSED = 2**31 - 1
 
 
-def step_run_and_write(game_module, step_name: str, precision: str):
+def step_run_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask"):
     """The njit function ``f(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs,
     masks, elapsed, rewards, term, trunc, needs_reset, was_done)`` of a game: one step of each
     env ``lo <= i < hi`` as the step kernels make it (the game's step, ``write_obs``,
@@ -146,8 +147,8 @@ def step_run_and_write(game_module, step_name: str, precision: str):
     # The step and mask themselves are inlined into the loop, not an inlined step_and_write:
     # Numba copies an inlined function's IR at each site, and an inlined function that
     # itself inlines the step would be copied whole once more (5 s more to compile Tetris).
-    step, write_obs, mask = step_parts(game_module, step_name, precision)  # takes _FUSED_LOCK itself
-    key = (game_module.__name__, step_name, precision, "run")
+    step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
+    key = (game_module.__name__, step_name, mask_name, precision, "run")
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
@@ -175,23 +176,24 @@ def step_run_and_write(game_module, step_name: str, precision: str):
         return _FUSED[key]
 
 
-def reset_and_write(game_module):
+def reset_and_write(game_module, mask_name: str = "write_mask"):
     """The njit function ``f(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset,
     has_final, obs, masks)`` of a game: its ``reset_env`` of env ``i``, the outputs of a fresh
-    episode (no reward, flags or events, step 0), then ``write_obs`` and ``write_mask``.
+    episode (no reward, flags or events, step 0), then ``write_obs`` and its mask
+    (``mask_name``, as for ``step_parts``).
 
     One call per reset env instead of four, for the reason given in ``step_and_write`` (for
     CartPole's six arrays the saving was within this machine's noise; games with many State
     arrays gain more), and one place for a fresh episode's outputs instead of three copies in
     the kernel template. Compiled with the exact options whatever the precision: resets draw
     in float64 either way."""
-    key = (game_module.__name__, "reset_env", "exact")
+    key = (game_module.__name__, "reset_env", mask_name, "exact")
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(EXACT_OPTIONS, cache=False)
             reset = _inline_copy(game_module.reset_env, opts)
             write_obs = _inline_copy(game_module.write_obs, opts)
-            mask = _inline_copy(game_module.write_mask, opts)
+            mask = _inline_copy(getattr(game_module, mask_name), opts)
 
             @njit(**opts)
             def fused(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks):

@@ -96,7 +96,7 @@ PRESETS = {
 }
 #: What ``vecsim demo`` plays besides random actions: (name, batched agent, engine arguments).
 DEMO_AGENT = ("dellacherie", "games.tetris.agent:dellacherie_actions", {"action_mode": "drop"})
-#: Parameters that shape the spaces: one value for the whole batch.
+#: Parameters that shape the spaces or choose kernel_functions: one value for the whole batch.
 STRUCTURAL = ("action_mode", "hold", "queue")
 
 
@@ -166,9 +166,6 @@ def check_params(values: dict) -> None:
         if np.any(v != np.round(v)) or np.any(v < lo) or np.any(v > hi):
             bad = v.flat[int(np.flatnonzero((v != np.round(v)) | (v < lo) | (v > hi))[0])]
             raise ValueError(f"Tetris {name} must be an integer in [{lo}, {hi}], but got {name}={bad}")
-    for name in STRUCTURAL:
-        if np.ndim(values[name]) > 0 and np.unique(values[name]).size > 1:
-            raise ValueError(f"Tetris {name} shapes the spaces and must be the same for every env")
 
 
 def _mode(p) -> int:
@@ -411,25 +408,54 @@ def _reach_mask(s, p, i, masks, hold_ok):
             masks[i, base + k] = s.cost[i, base + k] >= 0
 
 
-@exact
-def write_mask(s, p, i, masks):
-    mode = np.int64(param(p.action_mode, i))
-    t0 = np.int64(s.piece[i])
-    if blocked(s.rows, i, t0, np.int64(s.rot[i]), np.int64(s.y[i]), np.int64(s.x[i])):
-        # Game over (the piece could not spawn): the next action only resets the env. All True,
-        # so that a masked policy (MaskablePPO) never sees a row without a legal action.
-        for a in range(masks.shape[1]):
-            masks[i, a] = True
-        for a in range(s.cost.shape[1]):
-            s.cost[i, a] = -1
-    elif mode == PRIMITIVE:
+@exact(inline="always")
+def _game_over_mask(s, i, masks):
+    """Whether env ``i``'s game is over (its piece could not spawn); then its mask is all True,
+    so that a masked policy (MaskablePPO) never sees a row without a legal action (the next
+    action only resets the env), and no pose has a cost."""
+    if not blocked(s.rows, i, np.int64(s.piece[i]), np.int64(s.rot[i]), np.int64(s.y[i]), np.int64(s.x[i])):
+        return False
+    for a in range(masks.shape[1]):
+        masks[i, a] = True
+    for a in range(s.cost.shape[1]):
+        s.cost[i, a] = -1
+    return True
+
+
+@exact(inline="always")
+def _placement_free_mask(s, p, i, masks, mode):
+    """The mask of primitive (``mode == PRIMITIVE``) or drop mode."""
+    if mode == PRIMITIVE:
         for k in range(N_PRIMITIVE - 1):
             masks[i, k] = True
         masks[i, _planner.HOLD] = _can_hold(s, p, i)
-    elif mode == DROP:
-        _drop_mask(s, p, i, masks, _can_hold(s, p, i))
     else:
+        _drop_mask(s, p, i, masks, _can_hold(s, p, i))
+
+
+@exact
+def write_mask(s, p, i, masks):
+    if _game_over_mask(s, i, masks):
+        return
+    mode = np.int64(param(p.action_mode, i))
+    if mode == REACH:
         _reach_mask(s, p, i, masks, _can_hold(s, p, i))
+    else:
+        _placement_free_mask(s, p, i, masks, mode)
+
+
+@exact
+def write_mask_without_planner(s, p, i, masks):
+    """``write_mask`` for a batch in primitive or drop mode: the same masks, without the reach
+    planner, which Numba would otherwise compile into every kernel (18 of a drop-mode engine's
+    52 s of cold compile here)."""
+    if not _game_over_mask(s, i, masks):
+        _placement_free_mask(s, p, i, masks, np.int64(param(p.action_mode, i)))
+
+
+def kernel_functions(p) -> dict:
+    """Only a reach-mode batch needs the planner in its kernels (``vecsim.contract``)."""
+    return {} if _mode(p) == REACH else {"write_mask": "write_mask_without_planner"}
 
 
 from games.tetris.render import render_rgb, render_text  # noqa: E402
