@@ -417,3 +417,21 @@ def test_warmup_rejects_bad_arguments():
         vecsim.warmup("CartPole-v1", precision="float16")
     with pytest.raises(ValueError, match="unknown game id"):
         vecsim.warmup("NoSuchGame-v0")
+    with pytest.raises(ValueError, match=r"game parameters \['action_mode'\] need a game_id"):
+        vecsim.warmup(action_mode="reach")
+    with pytest.raises(TypeError, match="unknown parameter"):
+        vecsim.warmup("CartPole-v1", action_mode="reach")
+
+
+def test_warmup_steps_with_legal_actions():
+    """Where action 0 is outside the mask (Tetris's reach mode) warmup steps each env's first
+    legal action instead (the engine would refuse zeros)."""
+    from types import SimpleNamespace
+
+    from vecsim import _first_legal
+
+    masks = np.array([[0, 0, 1, 0], [1, 0, 0, 0], [0, 1, 1, 1]], dtype=bool)
+    eng = SimpleNamespace(zero_actions=lambda: np.zeros(3, np.int64), n_mask=4, masks=masks)
+    assert _first_legal(eng).tolist() == [2, 0, 1]
+    eng = SimpleNamespace(zero_actions=lambda: np.zeros((3, 1), np.float32), n_mask=0, masks=np.ones((3, 0), bool))
+    assert _first_legal(eng).tolist() == [[0.0]] * 3

@@ -11,6 +11,8 @@ and ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from vecsim.collector import EpisodeBatch, EpisodeCollector
 from vecsim.engine import Engine
 from vecsim.registry import game_ids, register_all, resolve
@@ -65,11 +67,19 @@ def warmup(game_id: str | None = None, precision: str = "float64", parallel: boo
         for par in variants:
             eng = make(gid, 2, precision=precision, parallel=par, **params)
             eng.reset(seed=0)
-            eng.step(eng.zero_actions())
+            eng.step(_first_legal(eng))
             eng.reset_envs(ResetMask.all(2))
-            eng.step_no_reset(eng.zero_actions())
+            eng.step_no_reset(_first_legal(eng))
             eng.refresh()
             eng.close()
+
+
+def _first_legal(eng: Engine) -> np.ndarray:
+    """Each env's first legal action (zeros where the game has no action mask)."""
+    actions = eng.zero_actions()
+    if eng.n_mask:
+        eng.masks.argmax(axis=1, out=actions)
+    return actions
 
 
 register_all()

@@ -56,6 +56,8 @@ _S56 = np.uint64(56)
 # The step, observation and mask of one env in one call (see vecsim.jit.step_and_write).
 _step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
 # Its reset, fresh-episode outputs, observation and mask in one call (vecsim.jit.reset_and_write).
+# Its last argument is passed as np.bool_(...): literal True and False would type as two
+# signatures and compile it twice.
 _reset_and_write = reset_and_write(_game, "WRITE_MASK")
 # The steps of a run of ENVS_PER_CALL envs in one call (vecsim.jit.step_run_and_write).
 _step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
@@ -126,7 +128,7 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
                 due &= due - _ONE
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
-                                 masks)
+                                 masks, obs, np.bool_(False))
     # PRE STEP BEGIN (kept only for games with a pre_step_env)
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
@@ -169,19 +171,16 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
                 due &= due - _ONE
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
-                                 masks)
+                                 masks, obs, np.bool_(False))
     elif mode == SAME_STEP:
         for i in prange(n):
             done = needs_reset[i]
             has_final[i] = done
             if done:
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-                _game.write_obs(s, p, i, final_obs)
-                _game.reset_env(s, p, i, rng)
-                elapsed[i] = 0
-                needs_reset[i] = False
-                _game.write_obs(s, p, i, obs)
-                _game.WRITE_MASK(s, p, i, masks)
+                # The env index as int64, as the other passes call it: one compile of the callee.
+                _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
+                                 has_final, obs, masks, final_obs, np.bool_(True))
     elif mode == NO_RESET:
         # Pack the flags 8 at a time: ``needs_u64`` views ``needs_reset`` (zero-padded to whole
         # words) as uint64, 8 bool bytes each; a multiply gathers their low bits into a byte.
@@ -220,7 +219,8 @@ def reset_MODE(words, seed_mode, seed, seeds, obs, rewards, term, trunc, needs_r
                 seed_env(rng, i, seed + i)
             elif seed_mode == 2 and seeds[i] >= 0:
                 seed_env(rng, i, seeds[i])
-            _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks)
+            _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks,
+                             obs, np.bool_(False))
 
 
 @njit(**OPTS_MODE)

@@ -434,7 +434,10 @@ class Engine:
 
     # -- public API ----------------------------------------------------------------------
     def zero_actions(self) -> np.ndarray:
-        """A new array of valid actions (all zeros) with the batch's action shape and dtype."""
+        """A new array of well-formed actions (all zeros) with the batch's action shape and dtype.
+
+        Zero may still be outside an env's action mask (Tetris's reach mode, where action 0 is
+        a pose high above the stack): where that raises, pick from ``masks``."""
         return np.zeros(self._act_shape, dtype=self._act_dtype)
 
     def supports_no_reset(self) -> bool:

@@ -178,15 +178,21 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
 
 def reset_and_write(game_module, mask_name: str = "write_mask"):
     """The njit function ``f(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset,
-    has_final, obs, masks)`` of a game: its ``reset_env`` of env ``i``, the outputs of a fresh
-    episode (no reward, flags or events, step 0), then ``write_obs`` and its mask
-    (``mask_name``, as for ``step_parts``).
+    has_final, obs, masks, final_obs, same_step)`` of a game: its ``reset_env`` of env ``i``,
+    then ``write_obs`` and its mask (``mask_name``, as for ``step_parts``).
+
+    With ``same_step`` False, the outputs of a fresh episode (no reward, flags or events,
+    step 0). With ``same_step`` True (Gymnasium's SAME_STEP autoreset), env ``i``'s
+    observation first goes to ``final_obs`` and the step's reward, flags and events stay,
+    with ``has_final`` set; ``final_obs`` is not touched otherwise.
 
     One call per reset env instead of four, for the reason given in ``step_and_write`` (for
     CartPole's six arrays the saving was within this machine's noise; games with many State
     arrays gain more), and one place for a fresh episode's outputs instead of three copies in
-    the kernel template. Compiled with the exact options whatever the precision: resets draw
-    in float64 either way."""
+    the kernel template. One function for both kinds of reset: the step kernel's SAME_STEP
+    pass once called the game's functions itself, which compiled them once more (about 5 of
+    the 18 s to Tetris's first step). Compiled with the exact options whatever the precision:
+    resets draw in float64 either way."""
     key = (game_module.__name__, "reset_env", mask_name, "exact")
     with _FUSED_LOCK:
         if key not in _FUSED:
@@ -196,16 +202,20 @@ def reset_and_write(game_module, mask_name: str = "write_mask"):
             mask = _inline_copy(getattr(game_module, mask_name), opts)
 
             @njit(**opts)
-            def fused(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks):
+            def fused(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks,
+                      final_obs, same_step):
+                if same_step:
+                    write_obs(s, p, i, final_obs)
                 reset(s, p, i, rng)
-                for k in range(events.shape[1]):
-                    events[i, k] = 0
-                rewards[i] = 0.0
+                if not same_step:
+                    for k in range(events.shape[1]):
+                        events[i, k] = 0
+                    rewards[i] = 0.0
+                    term[i] = False
+                    trunc[i] = False
                 elapsed[i] = 0
-                term[i] = False
-                trunc[i] = False
                 needs_reset[i] = False
-                has_final[i] = False
+                has_final[i] = same_step
                 write_obs(s, p, i, obs)
                 mask(s, p, i, masks)
 
