@@ -715,9 +715,9 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
     tetris, cartpole = load_game("games.tetris"), load_game("games.cartpole")
     k = tetris.module.ENVS_PER_CALL
     runs = render_source(tetris, "float64", True)
-    assert f"prange((n + {k} - 1) // {k})" in runs and "_step_and_write(s, p, i," not in runs
+    assert f"prange((n + {k} - 1) // {k})" in runs and "_step_and_write(s, p, np.uint64(i)," not in runs
     per_env = render_source(cartpole, "float32", True)
-    assert "_step_and_write(s, p, i," in per_env and "_step_run(s, p, lo" not in per_env
+    assert "_step_and_write(s, p, np.uint64(i)," in per_env and "_step_run(s, p, lo" not in per_env
     slot_runs = render_collect_step_source(tetris, "float64", True)
     assert f"prange((n_run + {k} - 1) // {k})" in slot_runs and "_step_and_write(s, p, w," not in slot_runs
     per_slot = render_collect_step_source(cartpole, "float64", True)

@@ -102,5 +102,6 @@ def collect(seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out
     job ``j``, ``bad[w] = (j + 1, a)`` and that slot stops (``bad[w, 0] == 0``: no error)."""
     for w in prange(actions.shape[0]):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        _play_slot(s, p, w, seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out, term_out, len_out,
-                   mask_out, bad, actions, obs, masks, events, rng)
+        # np.uint64(w): a plain prange index compiles the callee twice (see _batch_template.py).
+        _play_slot(s, p, np.uint64(w), seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out, term_out,
+                   len_out, mask_out, bad, actions, obs, masks, events, rng)
