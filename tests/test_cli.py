@@ -119,7 +119,8 @@ def test_warmup_rejects_bad_arguments():
     for args, text in ((("--games", "NoSuchGame-v0"), "NoSuchGame-v0"), (("--precision", "float16"), "float16"),
                        (("--jobs", "0"), "--jobs"),
                        (("--games", "Tetris-v0", "--param", "action_mode"), "NAME=VALUE"),
-                       (("--games", "CartPole-v1", "--param", "action_mode=reach"), "'action_mode'")):
+                       (("--games", "CartPole-v1", "--param", "action_mode=reach"), "'action_mode'"),
+                       (("--games", "Tetris-v0", "--param", "action_mode=bogus"), "'bogus'")):
         proc = run_vecsim("warmup", *args, check=False)
         assert proc.returncode == 2 and text in proc.stderr, (args, proc.stderr)
 
@@ -127,8 +128,15 @@ def test_warmup_rejects_bad_arguments():
 def test_warmup_param_values_parse_as_numbers_or_names():
     from vecsim.cli import UsageError, _game_params
 
-    assert _game_params(["action_mode=reach", "queue=3", "gravity=0.5", "hold=1.0"], ["vecsim/Tetris-v0"]) == {
-        "action_mode": "reach", "queue": 3, "gravity": 0.5, "hold": 1.0}
+    assert _game_params(["action_mode=reach", "queue=3", "gravity=2", "hold=1.0"], ["vecsim/Tetris-v0"]) == {
+        "action_mode": "reach", "queue": 3, "gravity": 2, "hold": 1.0}
+    assert _game_params(["gravity=9.5"], ["vecsim/CartPole-v1"]) == {"gravity": 9.5}
+    with pytest.raises(UsageError, match="gravity must be an integer in"):
+        _game_params(["gravity=0.5"], ["vecsim/Tetris-v0"])
     assert _game_params(None, ["vecsim/Tetris-v0"]) == {}
-    with pytest.raises(UsageError, match="CartPole-v1 has no parameter 'queue'"):
+    with pytest.raises(UsageError, match=r"--param: CartPole got unknown parameter\(s\) \['queue'\]"):
         _game_params(["queue=3"], ["vecsim/Tetris-v0", "vecsim/CartPole-v1"])
+    with pytest.raises(UsageError, match="action_mode must be one of .* but got action_mode='bogus'"):
+        _game_params(["action_mode=bogus"], ["vecsim/Tetris-v0"])
+    with pytest.raises(UsageError, match="queue must be an integer in"):
+        _game_params(["queue=9"], ["vecsim/Tetris-v0"])

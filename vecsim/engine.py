@@ -84,6 +84,68 @@ def _random_seed() -> int:
     return int(np.random.SeedSequence().entropy % (MAX_SEED // 2))
 
 
+def build_params(game: GameSpec, num_envs: int, float_dtype, given: dict):
+    """The checked constants of a batch of ``num_envs`` envs of ``game`` from the keyword
+    arguments ``given`` (each a scalar or ``num_envs`` values): ``(public, P, scalar)``, the
+    ``Params`` the engine exposes, the ``(n_params,)`` or ``(n_params, num_envs)`` array of
+    ``float_dtype`` the kernels read, and the scalar ``Params`` (env 0's values). Raises
+    ``TypeError`` or ``ValueError`` naming a bad parameter, before anything compiles (``vecsim
+    warmup --param`` checks its values with it)."""
+    cls = game.params_cls
+    prepare = getattr(game.module, "prepare_params", None)
+    if prepare is not None:
+        given = prepare(given)
+    unknown = sorted(set(given) - set(cls._fields))
+    if unknown:
+        raise TypeError(
+            f"{game.name} got unknown parameter(s) {unknown}; valid parameters are {list(cls._fields)}"
+        )
+    values, per_env = {}, False
+    n = num_envs
+    for name in cls._fields:
+        value = given.get(name, cls._field_defaults[name])
+        if isinstance(value, (bool, np.bool_)):
+            value = float(value)
+        if isinstance(value, numbers.Real):
+            arr = np.float64(value)
+        else:
+            try:
+                arr = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(f"{game.name} parameter {name} must be a number or an array of "
+                                f"{n} numbers, but got {name}={value!r}") from None
+            if arr.ndim == 0:
+                arr = np.float64(arr)
+            elif arr.shape != (n,):
+                raise ValueError(f"{game.name} parameter {name} per env must have shape ({n},), "
+                                 f"but got shape {arr.shape}")
+            else:
+                per_env = True
+        if not np.all(np.isfinite(arr)):
+            bad = np.flatnonzero(~np.isfinite(np.atleast_1d(arr)))
+            raise ValueError(f"{game.name} parameter {name} must be finite, but got "
+                             f"{name}={arr if np.ndim(arr) == 0 else f'{arr[bad[0]]} at env {bad[0]}'}")
+        values[name] = arr
+    check = getattr(game.module, "check_params", None)
+    if check is not None:
+        check(values)
+    for name in getattr(game.module, "STRUCTURAL", ()):
+        arr = values[name]
+        if np.ndim(arr) > 0 and np.any(arr != arr[0]):
+            k = int(np.flatnonzero(arr != arr[0])[0])
+            raise ValueError(f"{game.name} parameter {name} shapes the spaces or the compiled kernels and must "
+                             f"be the same for every env, but env 0 has {arr[0]} and env {k} has {arr[k]}")
+    scalar = cls(**{k: float(v) if np.ndim(v) == 0 else float(v[0]) for k, v in values.items()})
+    public = cls(**{k: (float(v) if np.ndim(v) == 0 else v.copy()) for k, v in values.items()})
+    if per_env:
+        P = np.empty((len(cls._fields), n), dtype=float_dtype)
+        for k, name in enumerate(cls._fields):
+            P[k] = values[name]
+    else:
+        P = np.array([values[name] for name in cls._fields], dtype=float_dtype)
+    return public, P, scalar
+
+
 class Engine:
     """``num_envs`` copies of one game stepped by batched Numba kernels.
 
@@ -135,7 +197,7 @@ class Engine:
         self._float = np.float32 if precision == "float32" else np.float64
         mod = game.module
 
-        self.params, P = self._build_params(params)
+        self.params, P, self.params_scalar = build_params(game, n, self._float, params)
         self.single_observation_space = mod.observation_space(self.params_scalar)
         self.single_action_space = mod.action_space(self.params_scalar)
         self._setup_actions()
@@ -232,61 +294,6 @@ class Engine:
                                  self.events, self.event_names, self.info_arrays)
 
     # -- construction helpers ------------------------------------------------------------
-    def _build_params(self, given: dict):
-        cls = self.game.params_cls
-        prepare = getattr(self.game.module, "prepare_params", None)
-        if prepare is not None:
-            given = prepare(given)
-        unknown = sorted(set(given) - set(cls._fields))
-        if unknown:
-            raise TypeError(
-                f"{self.game.name} got unknown parameter(s) {unknown}; valid parameters are {list(cls._fields)}"
-            )
-        values, per_env = {}, False
-        n = self.num_envs
-        for name in cls._fields:
-            value = given.get(name, cls._field_defaults[name])
-            if isinstance(value, (bool, np.bool_)):
-                value = float(value)
-            if isinstance(value, numbers.Real):
-                arr = np.float64(value)
-            else:
-                try:
-                    arr = np.asarray(value, dtype=np.float64)
-                except (TypeError, ValueError):
-                    raise TypeError(f"{self.game.name} parameter {name} must be a number or an array of "
-                                    f"{n} numbers, but got {name}={value!r}") from None
-                if arr.ndim == 0:
-                    arr = np.float64(arr)
-                elif arr.shape != (n,):
-                    raise ValueError(f"{self.game.name} parameter {name} per env must have shape ({n},), "
-                                     f"but got shape {arr.shape}")
-                else:
-                    per_env = True
-            if not np.all(np.isfinite(arr)):
-                bad = np.flatnonzero(~np.isfinite(np.atleast_1d(arr)))
-                raise ValueError(f"{self.game.name} parameter {name} must be finite, but got "
-                                 f"{name}={arr if np.ndim(arr) == 0 else f'{arr[bad[0]]} at env {bad[0]}'}")
-            values[name] = arr
-        check = getattr(self.game.module, "check_params", None)
-        if check is not None:
-            check(values)
-        for name in getattr(self.game.module, "STRUCTURAL", ()):
-            arr = values[name]
-            if np.ndim(arr) > 0 and np.any(arr != arr[0]):
-                k = int(np.flatnonzero(arr != arr[0])[0])
-                raise ValueError(f"{self.game.name} parameter {name} shapes the spaces or the compiled kernels and must "
-                                 f"be the same for every env, but env 0 has {arr[0]} and env {k} has {arr[k]}")
-        self.params_scalar = cls(**{k: float(v) if np.ndim(v) == 0 else float(v[0]) for k, v in values.items()})
-        public = cls(**{k: (float(v) if np.ndim(v) == 0 else v.copy()) for k, v in values.items()})
-        if per_env:
-            P = np.empty((len(cls._fields), n), dtype=self._float)
-            for k, name in enumerate(cls._fields):
-                P[k] = values[name]
-        else:
-            P = np.array([values[name] for name in cls._fields], dtype=self._float)
-        return public, P
-
     def _setup_actions(self):
         space = self.single_action_space
         n = self.num_envs
