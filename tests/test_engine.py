@@ -6,6 +6,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import types
 
 import numba
 import numpy as np
@@ -62,17 +63,58 @@ def test_buffers_have_documented_shapes_and_dtypes(engine):
 
 def test_parallel_auto_picks_serial_below_the_threshold(game_id):
     assert vecsim.make(game_id, 4).parallel is False
-    threshold = parallel_min_envs(vecsim.resolve(game_id))
-    assert vecsim.make(game_id, threshold - 1).parallel is False
-    assert vecsim.make(game_id, threshold).parallel is (numba.get_num_threads() > 1)
+    threshold = parallel_min_envs(vecsim.resolve(game_id), threads=numba.get_num_threads())
+    if threshold is not None:
+        assert vecsim.make(game_id, threshold - 1).parallel is False
+        assert vecsim.make(game_id, threshold).parallel is True
     assert vecsim.make(game_id, 4, parallel=True).parallel is True
+
+
+def test_parallel_thresholds_are_per_precision_and_thread_count():
+    cartpole, pendulum, mountain_car = (vecsim.resolve(g) for g in ("CartPole-v1", "Pendulum-v1", "MountainCar-v0"))
+    assert parallel_min_envs(pendulum, 1, "float64") == 128
+    assert parallel_min_envs(pendulum, 1, "float32") == 384
+    # One thread: the parallel kernel only where its step loop vectorises and the serial one's does not.
+    assert parallel_min_envs(pendulum, 1, "float64", threads=1) is None
+    assert parallel_min_envs(pendulum, 1, "float32", threads=1) == 256
+    assert parallel_min_envs(cartpole, 1, "float32", threads=1) == 256
+    assert parallel_min_envs(mountain_car, 1, "float32", threads=1) is None
+
+
+def test_malformed_game_thresholds_are_refused():
+    class Module:
+        PARALLEL_MIN_ENVS = {"float64": 0}
+        ONE_THREAD_PARALLEL_MIN_ENVS = "many"
+
+    game = types.SimpleNamespace(module=Module)
+    with pytest.raises(TypeError, match="PARALLEL_MIN_ENVS must be an int >= 1.*0"):
+        parallel_min_envs(game, 1, "float64")
+    with pytest.raises(TypeError, match="ONE_THREAD_PARALLEL_MIN_ENVS.*'many'"):
+        parallel_min_envs(game, 1, "float64", threads=1)
+
+
+def test_one_thread_picks_the_parallel_kernel_where_it_vectorises():
+    # With NUMBA_NUM_THREADS=1 the serial kernel used to be picked at every size; CartPole's
+    # parallel kernel runs on the calling thread and vectorises its step loop (5x faster at
+    # 16384 envs in float32), MountainCar's serial float32 kernel vectorises as it is.
+    code = ("import numba, vecsim; print(numba.get_num_threads(), vecsim.jit.threading_layer() == 'workqueue', "
+            "vecsim.make('CartPole-v1', 255, precision='float32').parallel, "
+            "vecsim.make('CartPole-v1', 256, precision='float32').parallel, "
+            "vecsim.make('MountainCar-v0', 65536, precision='float32').parallel)")
+    env = {k: v for k, v in os.environ.items() if k != "VECSIM_PARALLEL_THRESHOLD"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=pathlib.Path(__file__).resolve().parents[1],
+                          env={**env, "NUMBA_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    threads, workqueue, below, at, mountain_car = proc.stdout.split()
+    assert threads == "1" and below == "False" and mountain_car == "False", proc.stdout
+    assert at == ("False" if workqueue == "True" else "True"), proc.stdout
 
 
 def test_parallel_thresholds_grow_on_the_workqueue_threading_layer():
     # Where Numba finds no OpenMP or TBB, its workqueue layer launches threads about 50x
     # slower: "auto" keeps the serial kernels up to WORKQUEUE_FACTOR times larger batches.
     code = ("import vecsim; from vecsim.engine import PARALLEL_MIN_RESETS as R, WORKQUEUE_FACTOR as F; "
-            "base = vecsim.resolve('CartPole-v1').module.PARALLEL_MIN_ENVS; "
+            "base = vecsim.resolve('CartPole-v1').module.PARALLEL_MIN_ENVS['float64']; "
             "below, at = vecsim.make('CartPole-v1', base * F - 1), vecsim.make('CartPole-v1', base * F); "
             "print(vecsim.jit.threading_layer(), below.parallel, at.parallel, at._min_parallel_resets == R * F, "
             "vecsim.make('CartPole-v1', 4, parallel=True).parallel)")

@@ -265,8 +265,9 @@ class EpisodeCollector:
         Passed to ``vecsim.make`` (``precision``, game constants, ``max_episode_steps``, which
         defaults to ``None`` here: only ``max_steps`` cuts episodes). ``parallel``
         (``"auto"``, ``True``, ``False``) also chooses the collection kernels: ``"auto"`` runs
-        a step in parallel when at least the game's ``PARALLEL_MIN_ENVS`` slots are running
-        and more than one Numba thread is available. Results do not depend on it.
+        a step in parallel when at least the game's ``PARALLEL_MIN_ENVS`` slots (for the
+        engine's precision) are running and more than one Numba thread is available. Results
+        do not depend on it.
 
     Examples
     --------
@@ -314,7 +315,9 @@ class EpisodeCollector:
         self._kernels = kern = load_collect_step_kernels(eng.game, eng.precision, self._discrete,
                                                          eng.kernel_functions)
         self._parallel = parallel
-        self._parallel_min = parallel_min_envs(eng.game, w)
+        # Many-thread thresholds: on one thread these kernels stay serial (see _advance).
+        threshold = parallel_min_envs(eng.game, w, eng.precision)
+        self._parallel_min = sys.maxsize if threshold is None else threshold
         self._ctl = np.zeros(kern.N_CTL, dtype=np.int64)
         self._job_of = np.full(w, -1, dtype=np.int64)
         self._step_of = np.zeros(w, dtype=np.int64)

@@ -26,8 +26,17 @@ A game is a module (small game) or package (large game) under ``games/`` that de
 ``HAS_ACTION_MASK``
     Whether actions can be illegal; then ``write_mask`` fills ``masks[i, :]``.
 ``PARALLEL_MIN_ENVS``
-    Optional: batch size from which the parallel kernel beats the serial one (default 512;
-    a game with costly steps parallelises from smaller batches).
+    Optional: batch size from which the parallel kernel beats the serial one on two or more
+    threads (default 512; a game with costly steps parallelises from smaller batches): an
+    int, or a dict of ints by precision (``{"float64": 256, "float32": 1024}``), ``None``
+    for never.
+``ONE_THREAD_PARALLEL_MIN_ENVS``
+    Optional, in the same forms: the same on a single Numba thread, where the parallel
+    kernel runs on the calling thread (default ``None``: the serial kernel). It wins there
+    only where its step loop vectorises and the serial kernel's does not: Numba marks the
+    arrays of a parallel loop's body ``noalias``, and without that LLVM gives up the
+    run-time overlap check a loop over many arrays needs (CartPole float32 at 16384 envs:
+    5x).
 ``observation_space(params)``, ``action_space(params)``
     Single-env Gymnasium spaces for scalar ``params``.
 ``check_params(values)``

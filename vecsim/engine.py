@@ -50,16 +50,41 @@ def launch_factor() -> int:
     return WORKQUEUE_FACTOR if threading_layer() == "workqueue" else 1
 
 
-def parallel_min_envs(game: GameSpec, num_envs: int | None = None) -> int:
-    """Batch size from which ``parallel="auto"`` picks the parallel kernel for ``game``:
-    ``VECSIM_PARALLEL_THRESHOLD`` if set, else the game's ``PARALLEL_MIN_ENVS`` (measured on
-    the omp threading layer) times ``launch_factor()``. A ``num_envs`` below the game's own
-    value is answered without starting Numba's threads to find out their layer."""
+def _per_precision(value, precision: str, what: str):
+    """A game's threshold ``value`` for ``precision``: an int, ``None`` (never), or a dict of
+    either keyed by precision."""
+    if isinstance(value, dict):
+        value = value.get(precision)
+    if value is not None and (not _is_int(value) or value < 1):
+        raise TypeError(f"{what} must be an int >= 1, None or a dict of them by precision, but got {value!r}")
+    return value
+
+
+def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: str = "float64",
+                      threads: int = 2) -> int | None:
+    """Batch size from which ``parallel="auto"`` picks the parallel kernel for ``game`` in
+    ``precision`` when Numba runs ``threads`` threads, or ``None`` where the serial kernel
+    always wins.
+
+    ``VECSIM_PARALLEL_THRESHOLD`` if set; else, with two threads or more, the game's
+    ``PARALLEL_MIN_ENVS`` and with one thread its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (both
+    measured on the omp threading layer, an int or a dict by precision, ``None`` for never),
+    times ``launch_factor()``. With one thread the parallel kernel runs on the calling thread
+    and wins only where its step loop vectorises and the serial kernel's does not (Numba
+    marks arrays ``noalias`` only in a parallel loop's body). A ``num_envs`` below the game's
+    own value is answered without starting Numba's threads to find out their layer.
+    """
     override = os.environ.get("VECSIM_PARALLEL_THRESHOLD")
     if override:
         return int(override)
-    base = int(getattr(game.module, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS))
-    if num_envs is not None and num_envs < base:
+    mod = game.module
+    if threads > 1:
+        base = _per_precision(getattr(mod, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS), precision,
+                              "PARALLEL_MIN_ENVS")
+    else:
+        base = _per_precision(getattr(mod, "ONE_THREAD_PARALLEL_MIN_ENVS", None), precision,
+                              "ONE_THREAD_PARALLEL_MIN_ENVS")
+    if base is None or (num_envs is not None and num_envs < base):
         return base
     return base * launch_factor()
 
@@ -163,9 +188,11 @@ class Engine:
         Truncate an episode after this many steps (``None``: never).
     parallel : {"auto", True, False}
         Use the parallel kernel (threads over envs) or the serial one. ``"auto"`` picks
-        parallel from the game's ``PARALLEL_MIN_ENVS`` envs (where a thread's share of the
-        work outweighs a launch, measured per game) when more than one Numba thread is
-        available. Results are identical either way.
+        parallel from ``parallel_min_envs`` envs: the game's ``PARALLEL_MIN_ENVS`` (where a
+        thread's share of the work outweighs a launch, measured per game and precision), or
+        with a single Numba thread its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (where the parallel
+        kernel's vectorised step loop beats the serial one on the calling thread). Results are
+        identical either way.
     buffers : dict, optional
         Caller-owned output arrays, written in place (zero-copy into rollout storage):
         ``obs`` (num_envs, obs_dim) of the observation dtype, ``rewards`` (num_envs,) float64
@@ -249,7 +276,8 @@ class Engine:
         self.kernel_functions = game.kernel_functions(self.params_scalar)
         kernels = load_kernels(game, precision, self._discrete, self.kernel_functions)
         if parallel == "auto":
-            self.parallel = numba.get_num_threads() > 1 and n >= parallel_min_envs(game, n)
+            threshold = parallel_min_envs(game, n, precision, numba.get_num_threads())
+            self.parallel = threshold is not None and n >= threshold
         else:
             self.parallel = bool(parallel)
         suffix = "parallel" if self.parallel else "serial"

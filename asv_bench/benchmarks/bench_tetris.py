@@ -26,8 +26,8 @@ except ImportError:
 GAME = bench.full_id(bench.TETRIS_ID)
 MODES = bench.TETRIS_MODES
 PLACEMENT_MODES = ("drop", "reach")
-#: A small batch and a large one (Tetris's ``PARALLEL_MIN_ENVS`` is 16: both run the parallel
-#: kernel on a machine with more than one core).
+#: A small batch and a large one (below and above Tetris's ``PARALLEL_MIN_ENVS`` of 64: the serial
+#: kernel and the parallel one).
 NUM_ENVS = (16, 4096)
 
 
