@@ -75,6 +75,25 @@ class StepFloat32:
     track_steps_per_second_no_reset.unit = "steps/s"
 
 
+class StepOneThread(StepFloat32):
+    """``StepFloat32`` with Numba on one thread (``numba.set_num_threads(1)`` before the engine
+    is made): where ``parallel="auto"`` picks the parallel kernel on the calling thread for
+    its vectorised step loop (a game's ``ONE_THREAD_PARALLEL_MIN_ENVS``)."""
+
+    def setup(self, game, num_envs):
+        import numba
+
+        self.threads = numba.get_num_threads()
+        numba.set_num_threads(1)
+        super().setup(game, num_envs)
+
+    def teardown(self, game, num_envs):
+        import numba
+
+        super().teardown(game, num_envs)
+        numba.set_num_threads(self.threads)
+
+
 class SpeedupVsGymnasium:
     """``VecsimVectorEnv.step`` over the fastest Gymnasium vector env of the same game and size.
 
