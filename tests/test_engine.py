@@ -72,8 +72,8 @@ def test_parallel_auto_picks_serial_below_the_threshold(game_id):
 
 def test_parallel_thresholds_are_per_precision_and_thread_count():
     cartpole, pendulum, mountain_car = (vecsim.resolve(g) for g in ("CartPole-v1", "Pendulum-v1", "MountainCar-v0"))
-    assert parallel_min_envs(pendulum, 1, "float64") == 128
-    assert parallel_min_envs(pendulum, 1, "float32") == 384
+    assert parallel_min_envs(pendulum, 1, "float64", threads=2) == 128
+    assert parallel_min_envs(pendulum, 1, "float32", threads=2) == 384
     # One thread: the parallel kernel only where its step loop vectorises and the serial one's does not.
     assert parallel_min_envs(pendulum, 1, "float64", threads=1) is None
     assert parallel_min_envs(pendulum, 1, "float32", threads=1) == 256
@@ -88,7 +88,7 @@ def test_malformed_game_thresholds_are_refused():
 
     game = types.SimpleNamespace(module=Module)
     with pytest.raises(TypeError, match="PARALLEL_MIN_ENVS must be an int >= 1.*0"):
-        parallel_min_envs(game, 1, "float64")
+        parallel_min_envs(game, 1, "float64", threads=2)
     with pytest.raises(TypeError, match="ONE_THREAD_PARALLEL_MIN_ENVS.*'many'"):
         parallel_min_envs(game, 1, "float64", threads=1)
 

@@ -316,7 +316,7 @@ class EpisodeCollector:
                                                          eng.kernel_functions)
         self._parallel = parallel
         # Many-thread thresholds: on one thread these kernels stay serial (see _advance).
-        threshold = parallel_min_envs(eng.game, w, eng.precision)
+        threshold = parallel_min_envs(eng.game, w, eng.precision, threads=2)
         self._parallel_min = sys.maxsize if threshold is None else threshold
         self._ctl = np.zeros(kern.N_CTL, dtype=np.int64)
         self._job_of = np.full(w, -1, dtype=np.int64)

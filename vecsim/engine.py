@@ -61,10 +61,10 @@ def _per_precision(value, precision: str, what: str):
 
 
 def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: str = "float64",
-                      threads: int = 2) -> int | None:
+                      threads: int | None = None) -> int | None:
     """Batch size from which ``parallel="auto"`` picks the parallel kernel for ``game`` in
-    ``precision`` when Numba runs ``threads`` threads, or ``None`` where the serial kernel
-    always wins.
+    ``precision`` when Numba runs ``threads`` threads (default: ``numba.get_num_threads()``),
+    or ``None`` where the serial kernel always wins.
 
     ``VECSIM_PARALLEL_THRESHOLD`` if set; else, with two threads or more, the game's
     ``PARALLEL_MIN_ENVS`` and with one thread its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (both
@@ -78,6 +78,8 @@ def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: st
     if override:
         return int(override)
     mod = game.module
+    if threads is None:
+        threads = numba.get_num_threads()
     if threads > 1:
         base = _per_precision(getattr(mod, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS), precision,
                               "PARALLEL_MIN_ENVS")
