@@ -28,8 +28,8 @@ A game is a module (small game) or package (large game) under ``games/`` that de
 ``PARALLEL_MIN_ENVS``
     Optional: batch size from which the parallel kernel beats the serial one on two or more
     threads (default 512; a game with costly steps parallelises from smaller batches): an
-    int, or a dict of ints by precision (``{"float64": 256, "float32": 1024}``), ``None``
-    for never.
+    int, or a dict of ints by precision (``{"float64": 256, "float32": 1024}``; a precision
+    left out gets the default), ``None`` for never.
 ``ONE_THREAD_PARALLEL_MIN_ENVS``
     Optional, in the same forms: the same on a single Numba thread, where the parallel
     kernel runs on the calling thread (default ``None``: the serial kernel). It wins there

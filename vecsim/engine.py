@@ -50,11 +50,11 @@ def launch_factor() -> int:
     return WORKQUEUE_FACTOR if threading_layer() == "workqueue" else 1
 
 
-def _per_precision(value, precision: str, what: str):
+def _per_precision(value, precision: str, what: str, default):
     """A game's threshold ``value`` for ``precision``: an int, ``None`` (never), or a dict of
-    either keyed by precision."""
+    either keyed by precision (``default`` for a precision it leaves out)."""
     if isinstance(value, dict):
-        value = value.get(precision)
+        value = value.get(precision, default)
     if value is not None and (not _is_int(value) or value < 1):
         raise TypeError(f"{what} must be an int >= 1, None or a dict of them by precision, but got {value!r}")
     return value
@@ -82,10 +82,10 @@ def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: st
         threads = numba.get_num_threads()
     if threads > 1:
         base = _per_precision(getattr(mod, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS), precision,
-                              "PARALLEL_MIN_ENVS")
+                              "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS)
     else:
         base = _per_precision(getattr(mod, "ONE_THREAD_PARALLEL_MIN_ENVS", None), precision,
-                              "ONE_THREAD_PARALLEL_MIN_ENVS")
+                              "ONE_THREAD_PARALLEL_MIN_ENVS", None)
     if base is None or (num_envs is not None and num_envs < base):
         return base
     return base * launch_factor()
