@@ -14,7 +14,7 @@ import numba
 import numpy as np
 from gymnasium import spaces
 
-from vecsim._codegen import load_kernels
+from vecsim._codegen import entry_table, load_entry_kernels, load_kernels
 from vecsim.contract import GameSpec
 from vecsim.jit import threading_layer
 from vecsim.reset_mask import ResetMask
@@ -284,12 +284,6 @@ class Engine:
             self.parallel = bool(parallel)
         suffix = "parallel" if self.parallel else "serial"
         self._step_kernel = getattr(kernels, f"step_{suffix}")
-        self._reset_kernel = getattr(kernels, f"reset_{suffix}")
-        # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
-        # kernel skips empty words without the cost of starting threads. A parallel engine
-        # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more, times the threading
-        # layer's launch_factor (_reset_envs_kernel).
-        self._reset_sparse_kernel = kernels.reset_serial
         self._min_parallel_resets = PARALLEL_MIN_RESETS * launch_factor() if self.parallel else 0
         self._observe_kernel = getattr(kernels, f"observe_{suffix}")
         state = tuple(self.state)
@@ -304,12 +298,28 @@ class Engine:
         pad = (np.zeros(1),)  # see vecsim._codegen.LEAKY_ARG_COUNT
         if f"step_{suffix}" in kernels.PADDED:
             self._step_tail += pad
-        self._reset_sparse_tail = self._reset_tail + (pad if "reset_serial" in kernels.PADDED else ())
-        if f"reset_{suffix}" in kernels.PADDED:
+        if "reset_serial" in kernels.PADDED:  # reset_parallel has the same signature
             self._reset_tail += pad
         if f"observe_{suffix}" in kernels.PADDED:
             self._observe_args += pad
-        self._step_rest = self._step_tail[4:]  # the step tail after the four outputs (step_mode_fresh)
+        # The step kernel is called through an entry kernel that takes the arguments that change
+        # between calls (mode, max_steps, actions and the four outputs) and rebuilds the others
+        # from a table of their addresses (vecsim._codegen.load_entry_kernels): Numba unboxes
+        # each array argument from Python (about 45 ns each). ``_step_tail`` keeps them alive.
+        entry = load_entry_kernels(kernels, (f"step_{suffix}",), 7, self._step_tail[4:])
+        self._step_entry = getattr(entry, f"step_{suffix}")
+        self._step_table = entry_table(self._step_tail[4:])
+        self._step_outputs = self._step_tail[:4] + (self._step_table,)
+        # The reset kernels the same way: the mask's words and the seed mode change, the rest not.
+        self._reset_arrays = (self._seeds,) + self._reset_tail
+        entry = load_entry_kernels(kernels, ("reset_serial", "reset_parallel"), 3, self._reset_arrays)
+        self._reset_table = entry_table(self._reset_arrays)
+        self._reset_kernel = getattr(entry, f"reset_{suffix}")
+        # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
+        # kernel skips empty words without the cost of starting threads. A parallel engine
+        # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more, times the threading
+        # layer's launch_factor (_reset_envs_kernel).
+        self._reset_sparse_kernel = entry.reset_serial
         self._fills_rows = bool(getattr(mod, "WRITE_OBS_FILLS_ROW", False))
         self._fresh_specs = ((self.obs.shape, self.obs.dtype, "F" if self.obs.flags.f_contiguous else "C"),
                              n, self.rewards.dtype)
@@ -499,7 +509,7 @@ class Engine:
         self._check_open()
         mode, base = self._seed_args(seed)
         self._forget_done()
-        self._reset_kernel(self._all_words, mode, base, self._seeds, *self._reset_tail)
+        self._reset_kernel(self._all_words, mode, base, self._reset_table)
         self._detached = None
         self._has_reset = True
         return self.obs
@@ -518,12 +528,12 @@ class Engine:
             # The operant loop (step_no_reset, then reset_envs(result.to_reset_mask())): the mask
             # the step kernel packed and counted, each env continuing its stream. Nothing to
             # check or convert; what the general path below would do, minus its Python.
-            self._reset_envs_kernel(mask)(mask.words, 0, 0, self._seeds, *self._reset_sparse_tail)
+            self._reset_envs_kernel(mask)(mask.words, 0, 0, self._reset_table)
             return self.obs
         words = self._words_of(mask)
         mode, base = self._seed_args(seed)
         self._attach_outputs()
-        self._reset_envs_kernel(mask)(words, mode, base, self._seeds, *self._reset_sparse_tail)
+        self._reset_envs_kernel(mask)(words, mode, base, self._reset_table)
         if not self._has_reset:
             self._has_reset = bool(np.array_equal(words, self._all_words))
         return self.obs
@@ -566,7 +576,7 @@ class Engine:
         result = self.result
         result.done_mask = None  # until the kernel has filled the mask again
         result.num_done = -1
-        status, index = self._step_kernel(NO_RESET, self._max_steps, acts, *self._step_tail)
+        status, index = self._step_entry(NO_RESET, self._max_steps, acts, *self._step_outputs)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -583,7 +593,7 @@ class Engine:
         self._check_started()
         acts = self.coerce_actions(actions)
         self._forget_done()
-        status, index = self._step_kernel(NEXT_STEP, self._max_steps, acts, *self._step_tail)
+        status, index = self._step_entry(NEXT_STEP, self._max_steps, acts, *self._step_outputs)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -604,7 +614,7 @@ class Engine:
         """``step_mode`` on actions that ``coerce_actions`` returned (the front ends check them
         once, and the engine's state)."""
         self._forget_done()
-        status, index = self._step_kernel(mode, self._max_steps, acts, *self._step_tail)
+        status, index = self._step_entry(mode, self._max_steps, acts, *self._step_outputs)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -639,7 +649,7 @@ class Engine:
         out = (np.empty(obs_shape, obs_dtype, order=obs_order), np.empty(n, float_dtype), np.empty(n, np.bool_),
                np.empty(n, np.bool_))
         self._forget_done()
-        status, index = self._step_kernel(mode, self._max_steps, acts, *out, *self._step_rest)
+        status, index = self._step_entry(mode, self._max_steps, acts, *out, self._step_table)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = out
