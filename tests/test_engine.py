@@ -156,6 +156,15 @@ def test_steps_through_the_entry_kernel_match_the_kernel_called_directly():
             np.testing.assert_array_equal(getattr(via_entry, name), getattr(direct, name), err_msg=name)
 
 
+def test_entry_kernels_release_the_gil():
+    # Threads that step engines (actors beside a learner) overlap only if no kernel on the way
+    # holds the GIL: the entry kernels are compiled with the kernels' own options. (That they
+    # load from the cache: tests/test_determinism.py.)
+    eng = vecsim.make("CartPole-v1", 4)
+    for kernel in (eng._step_entry, eng._reset_kernel, eng._reset_sparse_kernel, eng._step_kernel):
+        assert kernel.targetoptions["nogil"] is True, kernel
+
+
 def test_parallel_thresholds_grow_on_the_workqueue_threading_layer():
     # Where Numba finds no OpenMP or TBB, its workqueue layer launches threads about 50x
     # slower: "auto" keeps the serial kernels up to WORKQUEUE_FACTOR times larger batches.

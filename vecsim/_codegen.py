@@ -253,10 +253,15 @@ def load_entry_kernels(kernels, names, direct: int, arrays):
         args = ", ".join(f"a{k}" for k in range(len(arrays)))
         parts = [f'"""Entry kernels of {kernels.__name__} (vecsim._codegen.load_entry_kernels)."""',
                  "import numpy as np", "from numba import carray, farray, njit",
-                 "from vecsim.jit import address_pointer",
+                 "from vecsim.jit import address_pointer, kernel_options",
                  f"import {kernels.__name__} as _k", ""]
         for name in names:
-            parts += ["", "@njit(cache=True)", f"def {name}({head}, t):", views,
+            # The kernels' own options, nogil above all (a caller that held the GIL here would
+            # hold it for the whole step, serialising the threads that step engines); with
+            # Numba's runtime, without which ``carray`` cannot return its view (the views have
+            # no reference count to keep: nothing is counted).
+            parts += ["", '@njit(**dict(kernel_options("float64", False), _nrt=True))', f"def {name}({head}, t):",
+                      views,
                       f"    return _k.{name}({head}, {args})", ""]
         source = "\n".join(parts)
         h = hashlib.sha256(source.encode()).hexdigest()[:16]
