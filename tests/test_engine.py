@@ -70,8 +70,19 @@ def test_parallel_auto_picks_serial_below_the_threshold(game_id):
     assert vecsim.make(game_id, 4, parallel=True).parallel is True
 
 
-def test_parallel_thresholds_are_per_precision_and_thread_count(monkeypatch):
+@pytest.fixture
+def no_threshold_override(monkeypatch):
+    """The games' own thresholds, whatever ``VECSIM_PARALLEL_THRESHOLD`` the run was given."""
     monkeypatch.delenv("VECSIM_PARALLEL_THRESHOLD", raising=False)
+
+
+def _game_with_thresholds(many, one):
+    """A stand-in game whose module declares only the two thresholds."""
+    module = types.SimpleNamespace(PARALLEL_MIN_ENVS=many, ONE_THREAD_PARALLEL_MIN_ENVS=one)
+    return types.SimpleNamespace(module=module)
+
+
+def test_parallel_thresholds_are_per_precision_and_thread_count(no_threshold_override):
     cartpole, pendulum, mountain_car = (vecsim.resolve(g) for g in ("CartPole-v1", "Pendulum-v1", "MountainCar-v0"))
     assert parallel_min_envs(pendulum, 1, "float64", threads=2) == 128
     assert parallel_min_envs(pendulum, 1, "float32", threads=2) == 384
@@ -82,26 +93,16 @@ def test_parallel_thresholds_are_per_precision_and_thread_count(monkeypatch):
     assert parallel_min_envs(mountain_car, 1, "float32", threads=1) is None
 
 
-def test_a_precision_left_out_of_a_threshold_dict_gets_the_default(monkeypatch):
-    monkeypatch.delenv("VECSIM_PARALLEL_THRESHOLD", raising=False)
-    class Module:
-        PARALLEL_MIN_ENVS = {"float64": 100}
-        ONE_THREAD_PARALLEL_MIN_ENVS = {"float64": 200}
-
-    game = types.SimpleNamespace(module=Module)
+def test_a_precision_left_out_of_a_threshold_dict_gets_the_default(no_threshold_override):
+    game = _game_with_thresholds({"float64": 100}, {"float64": 200})
     assert parallel_min_envs(game, 1, "float64", threads=2) == 100
     assert parallel_min_envs(game, 1, "float32", threads=2) == vecsim.engine.DEFAULT_PARALLEL_MIN_ENVS
     assert parallel_min_envs(game, 1, "float64", threads=1) == 200
     assert parallel_min_envs(game, 1, "float32", threads=1) is None
 
 
-def test_malformed_game_thresholds_are_refused(monkeypatch):
-    monkeypatch.delenv("VECSIM_PARALLEL_THRESHOLD", raising=False)
-    class Module:
-        PARALLEL_MIN_ENVS = {"float64": 0}
-        ONE_THREAD_PARALLEL_MIN_ENVS = "many"
-
-    game = types.SimpleNamespace(module=Module)
+def test_malformed_game_thresholds_are_refused(no_threshold_override):
+    game = _game_with_thresholds({"float64": 0}, "many")
     with pytest.raises(TypeError, match="PARALLEL_MIN_ENVS must be an int >= 1.*0"):
         parallel_min_envs(game, 1, "float64", threads=2)
     with pytest.raises(TypeError, match="ONE_THREAD_PARALLEL_MIN_ENVS.*'many'"):
