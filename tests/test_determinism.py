@@ -106,11 +106,8 @@ for k, game_id in enumerate(vecsim.game_ids()):
         eng.reset_envs(vecsim.ResetMask.all(2))
         eng.step_no_reset(eng.zero_actions())
         eng.refresh()
-        # The engine calls its step and reset kernels through entry kernels (which hold them
-        # compiled in), its observe kernel directly.
-        modules = {"step": eng._step_entry, "reset": eng._reset_sparse_kernel, "observe": eng._observe_kernel}
-        for name, kernel in modules.items():
-            module = sys.modules[kernel.py_func.__module__]
+        module = sys.modules[eng._step_kernel.py_func.__module__]
+        for name in ("step", "reset", "observe"):
             for kind in ("serial", "parallel"):
                 d = getattr(module, f"{name}_{kind}", None)
                 if d is not None and d.signatures:

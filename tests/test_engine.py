@@ -126,43 +126,45 @@ def test_one_thread_picks_the_parallel_kernel_where_it_vectorises():
     assert at == ("False" if workqueue == "True" else "True"), proc.stdout
 
 
-def test_entry_tables_hold_addresses_and_shapes_of_contiguous_arrays():
-    from vecsim._codegen import entry_table
+def test_address_tables_hold_addresses_and_shapes_of_contiguous_arrays():
+    from vecsim._codegen import address_table, table_specs
 
     f_order, ints = np.zeros((3, 4), order="F"), np.arange(5, dtype=np.int32)
-    table = entry_table([f_order, ints])
+    table = address_table([f_order, ints])
     assert table.tolist() == [[f_order.ctypes.data, 3, 4, 0], [ints.ctypes.data, 5, 0, 0]]
-    with pytest.raises(ValueError, match="entry table array 0 must be contiguous.*shape \\(4, 2\\)"):
-        entry_table([np.zeros((4, 4))[:, ::2]])
-    with pytest.raises(ValueError, match="entry table array 1 .* at most 3 dimensions"):
-        entry_table([ints, np.zeros((1, 1, 1, 1))])
+    assert table_specs([f_order, ints]) == (("float64", 2, "F"), ("int32", 1, "C"))
+    with pytest.raises(ValueError, match="address table array 0 must be contiguous.*shape \\(4, 2\\)"):
+        address_table([np.zeros((4, 4))[:, ::2]])
+    with pytest.raises(ValueError, match="address table array 1 .* at most 3 dimensions"):
+        address_table([ints, np.zeros((1, 1, 1, 1))])
 
 
-def test_steps_through_the_entry_kernel_match_the_kernel_called_directly():
-    # The entry kernel rebuilds the engine's arrays from their addresses: stepping one engine
-    # through it and a twin by calling the generated kernel with every array must agree.
-    from vecsim.engine import NEXT_STEP
+def test_table_views_rebuild_arrays_of_every_layout_and_rank():
+    # What the step and reset kernels do with their address tables, on arrays of each layout,
+    # rank and a few dtypes: the views must read and write the caller's memory in place.
+    from numba import njit
+    from vecsim._codegen import address_table, render_table_views, table_specs
 
-    via_entry, direct = (vecsim.make("CartPole-v1", 70, max_episode_steps=9) for _ in range(2))
-    via_entry.reset(seed=3), direct.reset(seed=3)
-    rng = np.random.default_rng(0)
-    for _ in range(25):
-        actions = rng.integers(0, 2, 70)
-        via_entry.step(actions)
-        direct._forget_done()
-        status, _ = direct._step_kernel(NEXT_STEP, direct._max_steps, direct.coerce_actions(actions),
-                                        *direct._step_tail)
-        assert status == 0
-        for name in ("obs", "rewards", "terminals", "truncations", "elapsed", "rng"):
-            np.testing.assert_array_equal(getattr(via_entry, name), getattr(direct, name), err_msg=name)
+    arrays = (np.arange(6, dtype=np.float32), np.zeros((3, 4), dtype=np.int32, order="F"),
+              np.zeros((2, 3, 4), dtype=np.bool_), np.arange(24, dtype=np.uint64).reshape(2, 3, 4, order="F"))
+    source = render_table_views(
+        "def touch(t):\n    # VIEWS OF t: a, b, c, d\n    b[2, 1] = 7\n    c[1, 2, 3] = True\n"
+        "    return a[5] + a.shape[0], b.strides, c.strides, d[1, 2, 3], d.strides\n", {"t": table_specs(arrays)})
+    scope = {"np": np, "c_array_at": vecsim.jit.c_array_at, "f_array_at": vecsim.jit.f_array_at}
+    exec(source, scope)
+    last, b_strides, c_strides, d_value, d_strides = njit(_nrt=False)(scope["touch"])(address_table(arrays))
+    assert last == 11.0 and arrays[1][2, 1] == 7 and arrays[2][1, 2, 3] and arrays[2].sum() == 1
+    assert (b_strides, c_strides, d_strides) == (arrays[1].strides, arrays[2].strides, arrays[3].strides)
+    assert d_value == arrays[3][1, 2, 3]
+    with pytest.raises(ValueError, match="table 't' has \\['a', 'b'\\] \\(2 arrays\\) but specs for 4"):
+        render_table_views("    # VIEWS OF t: a, b\n", {"t": table_specs(arrays)})
 
 
-def test_entry_kernels_release_the_gil():
+def test_engine_kernels_release_the_gil():
     # Threads that step engines (actors beside a learner) overlap only if no kernel on the way
-    # holds the GIL: the entry kernels are compiled with the kernels' own options. (That they
-    # load from the cache: tests/test_determinism.py.)
+    # holds the GIL.
     eng = vecsim.make("CartPole-v1", 4)
-    for kernel in (eng._step_entry, eng._reset_kernel, eng._reset_sparse_kernel, eng._step_kernel):
+    for kernel in (eng._step_kernel, eng._reset_kernel, eng._reset_sparse_kernel, eng._observe_kernel):
         assert kernel.targetoptions["nogil"] is True, kernel
 
 

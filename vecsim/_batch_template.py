@@ -9,6 +9,13 @@ kernels (a kernel that receives a jitted function as an argument, or a closure o
 recompiled in every process). The section between the KERNELS markers is instantiated twice,
 ``_serial`` and ``_parallel``: one body, two compilations, identical results.
 
+The step and reset kernels take as arguments only what changes from call to call (mode,
+actions, the four step outputs; the reset mask's words and seed mode) and one int64 address
+table (``vecsim._codegen.address_table``) of every other array: each ``# VIEWS OF <table>``
+line becomes one ``c_array_at``/``f_array_at`` view per array, in the table's row order, with
+the dtype and layout of the engine's arrays rendered in. Numba's dispatch unboxes an array
+argument at about 45 ns; a view built from an address costs nearly nothing.
+
 Buffers (``N = num_envs``):
     actions   (N,) int64 or (N, d) float32
     obs       (N, obs_dim), the game's observation dtype
@@ -29,12 +36,14 @@ Buffers (``N = num_envs``):
     done_words ((N + 63) // 64,) uint64: after a NO_RESET step, bit i is env i's
               ``terminated | truncated`` (what ``StepResult.to_reset_mask`` returns)
     needs_u64 (8 * len(done_words),) uint64: the bytes of ``needs_reset`` and its zero padding
+    seeds     (N,) int64: per-env seeds of a reset in seed_mode 2 (-1: continue the stream)
 """
 
 import numpy as np
 from numba import njit, prange
 
-from vecsim.jit import MAX_ELAPSED as _MAX_ELAPSED, kernel_options, reset_and_write, step_and_write, step_run_and_write
+from vecsim.jit import (MAX_ELAPSED as _MAX_ELAPSED, c_array_at, f_array_at, kernel_options, reset_and_write,
+                        step_and_write, step_run_and_write)
 from vecsim.rng import seed_env
 from games._bits import ctz
 
@@ -74,8 +83,7 @@ _step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
 
 
 @njit(**OPTS_MODE)
-def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, has_final, final_obs, elapsed, rng, P,
-              events, masks, was_done, acts32, done_words, needs_u64, STATE_ARGS):
+def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, step_table):
     """Step every env; returns (status, value). status is OK, BAD_ACTION, FINISHED_ENV or
     ILLEGAL_ACTION; value is the offending env's index, or with OK in NO_RESET mode the number
     of envs that finished (their bits are in ``done_words``).
@@ -87,6 +95,7 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
     own array accesses few (``was_done`` is written in the check pass for that reason;
     tests/test_vectorised.py guards CartPole's loop).
     """
+    # VIEWS OF step_table: needs_reset, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, needs_u64, STATE_ARGS
     n = elapsed.shape[0]
     # Checks run serially: a parallel reduction would need NRT allocation (kernels have none),
     # and a counting loop without early exit vectorises anyway.
@@ -203,13 +212,13 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, needs_reset, 
 
 
 @njit(**OPTS_MODE)
-def reset_MODE(words, seed_mode, seed, seeds, obs, rewards, term, trunc, needs_reset, has_final, elapsed, rng, P, events,
-               masks, STATE_ARGS):
+def reset_MODE(words, seed_mode, seed, reset_table):
     """Reset the envs whose bit is set in ``words``.
 
     seed_mode 0: continue each env's stream; 1: env i gets seed ``seed + i``;
     2: env i gets ``seeds[i]`` where that is >= 0 and continues its stream otherwise.
     """
+    # VIEWS OF reset_table: seeds, obs, rewards, term, trunc, needs_reset, has_final, elapsed, rng, P, events, masks, STATE_ARGS
     # Over words, then over their set bits only: a sparse mask (a few finished envs) costs
     # one test per 64 envs and no unpredictable branch per env.
     n = elapsed.shape[0]

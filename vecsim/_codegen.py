@@ -93,10 +93,13 @@ def _variant_tag(functions) -> str:
     return "".join(f"_{stand_in}" for _, stand_in in functions)
 
 
-def render_source(game: GameSpec, precision: str, discrete: bool, functions=()) -> str:
+def render_source(game: GameSpec, precision: str, discrete: bool, functions=(), tables=None) -> str:
     """The source text of the kernel module for ``game`` at ``precision``; ``discrete`` says
     whether its actions are ``Discrete`` (narrowed to int32 for the step loops) or ``Box``;
-    ``functions``: the stand-ins ``GameSpec.kernel_functions`` chose for the batch."""
+    ``functions``: the stand-ins ``GameSpec.kernel_functions`` chose for the batch; ``tables``:
+    the ``table_specs`` of the arrays of each kernel's address table, by table name
+    (``step_table``, ``reset_table``; see ``render_table_views``), or None to leave the
+    ``# VIEWS OF`` lines as they are (a source to read, not to compile)."""
     mod = game.module
     fields = list(game.state_cls._fields)
     n_params = len(game.params_cls._fields)
@@ -127,7 +130,7 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=()) 
         text = re.sub(r"    # MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
     text = text.replace('"PRECISION"', repr(precision))
-    return _pad_signatures(text)
+    return _pad_signatures(text if tables is None else render_table_views(text, tables))
 
 
 #: Numba 0.68's dispatcher leaks about 200 bytes per call of a function called with exactly
@@ -163,14 +166,16 @@ def _fingerprint(game: GameSpec, source: str, extra_files=()) -> str:
     return h.hexdigest()[:16]
 
 
-def load_kernels(game: GameSpec, precision: str, discrete: bool, functions=()):
+def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tables: dict):
     """The generated kernel module for ``game`` and ``precision`` with the stand-ins
-    ``functions`` (``GameSpec.kernel_functions``) in it (written once, then cached)."""
-    key = (game.module.__name__, precision, tuple(functions))
+    ``functions`` (``GameSpec.kernel_functions``) in it, its step and reset kernels rebuilding
+    their arrays from address tables of the ``tables`` specs (``render_source``); written
+    once, then cached."""
+    key = (game.module.__name__, precision, tuple(functions), tuple(sorted(tables.items())))
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
-        source = render_source(game, precision, discrete, functions)
+        source = render_source(game, precision, discrete, functions, tables)
         name = (f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}{_variant_tag(functions)}_"
                 f"{_fingerprint(game, source)}")
         module = _import_generated(name, source)
@@ -208,66 +213,56 @@ def _substitute_game(text: str, game: GameSpec, precision: str, functions=()) ->
     return text.replace('"PRECISION"', repr(precision))
 
 
-#: Columns of an entry table row: the array's address, then its shape (zero-padded).
-ENTRY_TABLE_COLUMNS = 4
+#: Columns of an address table row: the array's address, then its shape (zero-padded).
+TABLE_COLUMNS = 4
 
 
-def entry_table(arrays) -> np.ndarray:
-    """The int64 table ``(len(arrays), ENTRY_TABLE_COLUMNS)`` of ``arrays``' addresses and shapes
-    that an entry kernel (``load_entry_kernels``) rebuilds them from. The caller must keep the
-    arrays alive as long as the table is used."""
-    table = np.zeros((len(arrays), ENTRY_TABLE_COLUMNS), dtype=np.int64)
-    for k, arr in enumerate(arrays):
-        if arr.ndim > ENTRY_TABLE_COLUMNS - 1 or not (arr.flags.c_contiguous or arr.flags.f_contiguous):
-            raise ValueError(f"entry table array {k} must be contiguous with at most "
-                             f"{ENTRY_TABLE_COLUMNS - 1} dimensions, got shape {arr.shape}")
-        table[k, 0] = arr.ctypes.data
-        table[k, 1:1 + arr.ndim] = arr.shape
-    return table
-
-
-def _entry_view(k: int, arr: np.ndarray) -> str:
-    """Source of the expression that rebuilds ``arr`` from row ``k`` of table ``t``."""
-    shape = ", ".join(f"t[{k}, {d + 1}]" for d in range(arr.ndim)) + ("," if arr.ndim == 1 else "")
-    build = "farray" if arr.ndim > 1 and not arr.flags.c_contiguous else "carray"
-    return f"{build}(address_pointer(t[{k}, 0], np.{arr.dtype.name}), ({shape}))"
-
-
-def load_entry_kernels(kernels, names, direct: int, arrays):
-    """Entry kernels for the kernels ``names`` of the generated module ``kernels``, whose
-    arguments are ``direct`` ones that change from call to call, then ``arrays``: each entry
-    kernel takes the ``direct`` arguments and a table (``entry_table(arrays)``), rebuilds the
-    arrays from it and calls ``kernel(*direct_args, *arrays)``.
+def address_table(arrays) -> np.ndarray:
+    """The int64 table ``(len(arrays), TABLE_COLUMNS)`` of ``arrays``' addresses and shapes,
+    from which a kernel rendered with their ``table_specs`` rebuilds them (see
+    ``render_table_views``). The caller must keep the arrays alive as long as the table is used.
 
     Why: Numba's dispatch unboxes every array argument from Python, about 45 ns each (19
     arrays: about 950 ns a call, against 175 ns for three), while views rebuilt from
     addresses in compiled code cost nearly nothing; at 16 CartPole envs that was a fifth of
     a ``step_no_reset`` loop."""
-    specs = tuple((a.dtype.name, a.ndim, bool(a.flags.c_contiguous)) for a in arrays)
-    key = (kernels.__name__, tuple(names), direct, specs)
-    with _LOCK:
-        if key in _LOADED:
-            return _LOADED[key]
-        views = "\n".join(f"    a{k} = {_entry_view(k, a)}" for k, a in enumerate(arrays))
-        head = ", ".join(f"d{k}" for k in range(direct))
-        args = ", ".join(f"a{k}" for k in range(len(arrays)))
-        parts = [f'"""Entry kernels of {kernels.__name__} (vecsim._codegen.load_entry_kernels)."""',
-                 "import numpy as np", "from numba import carray, farray, njit",
-                 "from vecsim.jit import address_pointer, kernel_options",
-                 f"import {kernels.__name__} as _k", ""]
-        for name in names:
-            # The kernels' own options, nogil above all (a caller that held the GIL here would
-            # hold it for the whole step, serialising the threads that step engines); with
-            # Numba's runtime, without which ``carray`` cannot return its view (the views have
-            # no reference count to keep: nothing is counted).
-            parts += ["", '@njit(**dict(kernel_options("float64", False), _nrt=True))', f"def {name}({head}, t):",
-                      views,
-                      f"    return _k.{name}({head}, {args})", ""]
-        source = "\n".join(parts)
-        h = hashlib.sha256(source.encode()).hexdigest()[:16]
-        module = _import_generated(f"{kernels.__name__}_entry_{h}", source)
-        _LOADED[key] = module
-        return module
+    table = np.zeros((len(arrays), TABLE_COLUMNS), dtype=np.int64)
+    for k, arr in enumerate(arrays):
+        if arr.ndim > TABLE_COLUMNS - 1 or not (arr.flags.c_contiguous or arr.flags.f_contiguous):
+            raise ValueError(f"address table array {k} must be contiguous with at most "
+                             f"{TABLE_COLUMNS - 1} dimensions, got shape {arr.shape}")
+        table[k, 0] = arr.ctypes.data
+        table[k, 1:1 + arr.ndim] = arr.shape
+    return table
+
+
+def table_specs(arrays) -> tuple:
+    """``(dtype name, ndim, layout)`` of each of ``arrays``: what a kernel must know at compile
+    time to rebuild them from an ``address_table`` (C layout where an array is both)."""
+    return tuple((a.dtype.name, a.ndim, "C" if a.flags.c_contiguous else "F") for a in arrays)
+
+
+_TABLE_VIEWS = re.compile(r"^( *)# VIEWS OF (\w+): (.*)$", re.M)
+
+
+def render_table_views(text: str, tables: dict) -> str:
+    """``text`` with each line ``# VIEWS OF <table>: <name>, <name>, ...`` replaced by one
+    assignment a name, rebuilding the array from its row of the address table ``<table>``
+    (``tables[<table>]``: the arrays' ``table_specs``, row by row)."""
+
+    def views(match):
+        indent, table, names = match.group(1), match.group(2), [n.strip() for n in match.group(3).split(",")]
+        specs = tables.get(table)
+        if specs is None or len(specs) != len(names):
+            raise ValueError(f"table {table!r} has {names} ({len(names)} arrays) but specs for "
+                             f"{'none' if specs is None else len(specs)}")
+        lines = []
+        for k, (name, (dtype, ndim, layout)) in enumerate(zip(names, specs)):
+            shape = ", ".join(f"{table}[{k}, {d + 1}]" for d in range(ndim)) + ("," if ndim == 1 else "")
+            lines.append(f"{indent}{name} = {layout.lower()}_array_at({table}[{k}, 0], ({shape}), np.{dtype})")
+        return "\n".join(lines)
+
+    return _TABLE_VIEWS.sub(views, text)
 
 
 def load_collect_kernel(game: GameSpec, precision: str, policy, functions=()):

@@ -14,7 +14,7 @@ import numba
 import numpy as np
 from gymnasium import spaces
 
-from vecsim._codegen import entry_table, load_entry_kernels, load_kernels
+from vecsim._codegen import address_table, load_kernels, table_specs
 from vecsim.contract import GameSpec
 from vecsim.jit import threading_layer
 from vecsim.reset_mask import ResetMask
@@ -276,7 +276,20 @@ class Engine:
         #: The stand-ins the game chose for this batch's kernels (``GameSpec.kernel_functions``):
         #: ``(contract name, stand-in name)`` pairs, shared with the collector's kernels.
         self.kernel_functions = game.kernel_functions(self.params_scalar)
-        kernels = load_kernels(game, precision, self._discrete, self.kernel_functions)
+        state = tuple(self.state)
+        # The step and reset kernels take what changes between calls (mode, max_steps, actions
+        # and the four outputs; the mask's words and the seed mode) and rebuild every other
+        # array from a table of addresses (vecsim._codegen.address_table): Numba unboxes each
+        # array argument from Python at about 45 ns. These tuples keep the arrays alive.
+        self._step_arrays = (self.needs_reset, self.has_final, self.final_obs, self.elapsed, self.rng, P,
+                             self.events, self.masks, self._was_pad, self._acts32, self._done_mask.words,
+                             self._needs_pad.view(np.uint64)) + state
+        self._reset_arrays = (self._seeds, self.obs, self.rewards, self.terminals, self.truncations,
+                              self.needs_reset, self.has_final, self.elapsed, self.rng, P, self.events,
+                              self.masks) + state
+        kernels = load_kernels(game, precision, self._discrete, self.kernel_functions,
+                               tables={"step_table": table_specs(self._step_arrays),
+                                       "reset_table": table_specs(self._reset_arrays)})
         if parallel == "auto":
             threshold = parallel_min_envs(game, n, precision, numba.get_num_threads())
             self.parallel = threshold is not None and n >= threshold
@@ -286,40 +299,18 @@ class Engine:
         self._step_kernel = getattr(kernels, f"step_{suffix}")
         self._min_parallel_resets = PARALLEL_MIN_RESETS * launch_factor() if self.parallel else 0
         self._observe_kernel = getattr(kernels, f"observe_{suffix}")
-        state = tuple(self.state)
-        # Everything after ``actions`` in the step kernel's signature, packed once.
-        self._step_tail = (self.obs, self.rewards, self.terminals, self.truncations, self.needs_reset,
-                           self.has_final, self.final_obs, self.elapsed, self.rng, P, self.events,
-                           self.masks, self._was_pad, self._acts32, self._done_mask.words,
-                           self._needs_pad.view(np.uint64)) + state
-        self._reset_tail = (self.obs, self.rewards, self.terminals, self.truncations, self.needs_reset,
-                            self.has_final, self.elapsed, self.rng, P, self.events, self.masks) + state
         self._observe_args = (self.obs, self.masks, P) + state
-        pad = (np.zeros(1),)  # see vecsim._codegen.LEAKY_ARG_COUNT
-        if f"step_{suffix}" in kernels.PADDED:
-            self._step_tail += pad
-        if "reset_serial" in kernels.PADDED:  # reset_parallel has the same signature
-            self._reset_tail += pad
         if f"observe_{suffix}" in kernels.PADDED:
-            self._observe_args += pad
-        # The step kernel is called through an entry kernel that takes the arguments that change
-        # between calls (mode, max_steps, actions and the four outputs) and rebuilds the others
-        # from a table of their addresses (vecsim._codegen.load_entry_kernels): Numba unboxes
-        # each array argument from Python (about 45 ns each). ``_step_tail`` keeps them alive.
-        entry = load_entry_kernels(kernels, (f"step_{suffix}",), 7, self._step_tail[4:])
-        self._step_entry = getattr(entry, f"step_{suffix}")
-        self._step_table = entry_table(self._step_tail[4:])
-        self._step_outputs = self._step_tail[:4] + (self._step_table,)
-        # The reset kernels the same way: the mask's words and the seed mode change, the rest not.
-        self._reset_arrays = (self._seeds,) + self._reset_tail
-        entry = load_entry_kernels(kernels, ("reset_serial", "reset_parallel"), 3, self._reset_arrays)
-        self._reset_table = entry_table(self._reset_arrays)
-        self._reset_kernel = getattr(entry, f"reset_{suffix}")
+            self._observe_args += (np.zeros(1),)  # see vecsim._codegen.LEAKY_ARG_COUNT
+        self._step_table = address_table(self._step_arrays)
+        self._step_outputs = (self.obs, self.rewards, self.terminals, self.truncations, self._step_table)
+        self._reset_table = address_table(self._reset_arrays)
+        self._reset_kernel = getattr(kernels, f"reset_{suffix}")
         # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
         # kernel skips empty words without the cost of starting threads. A parallel engine
         # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more, times the threading
         # layer's launch_factor (_reset_envs_kernel).
-        self._reset_sparse_kernel = entry.reset_serial
+        self._reset_sparse_kernel = kernels.reset_serial
         self._fills_rows = bool(getattr(mod, "WRITE_OBS_FILLS_ROW", False))
         self._fresh_specs = ((self.obs.shape, self.obs.dtype, "F" if self.obs.flags.f_contiguous else "C"),
                              n, self.rewards.dtype)
@@ -576,7 +567,7 @@ class Engine:
         result = self.result
         result.done_mask = None  # until the kernel has filled the mask again
         result.num_done = -1
-        status, index = self._step_entry(NO_RESET, self._max_steps, acts, *self._step_outputs)
+        status, index = self._step_kernel(NO_RESET, self._max_steps, acts, *self._step_outputs)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -593,7 +584,7 @@ class Engine:
         self._check_started()
         acts = self.coerce_actions(actions)
         self._forget_done()
-        status, index = self._step_entry(NEXT_STEP, self._max_steps, acts, *self._step_outputs)
+        status, index = self._step_kernel(NEXT_STEP, self._max_steps, acts, *self._step_outputs)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -614,7 +605,7 @@ class Engine:
         """``step_mode`` on actions that ``coerce_actions`` returned (the front ends check them
         once, and the engine's state)."""
         self._forget_done()
-        status, index = self._step_entry(mode, self._max_steps, acts, *self._step_outputs)
+        status, index = self._step_kernel(mode, self._max_steps, acts, *self._step_outputs)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -649,7 +640,7 @@ class Engine:
         out = (np.empty(obs_shape, obs_dtype, order=obs_order), np.empty(n, float_dtype), np.empty(n, np.bool_),
                np.empty(n, np.bool_))
         self._forget_done()
-        status, index = self._step_entry(mode, self._max_steps, acts, *out, self._step_table)
+        status, index = self._step_kernel(mode, self._max_steps, acts, *out, self._step_table)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = out
