@@ -140,3 +140,39 @@ def test_warmup_param_values_parse_as_numbers_or_names():
         _game_params(["action_mode=bogus"], ["vecsim/Tetris-v0"])
     with pytest.raises(UsageError, match="queue must be an integer in"):
         _game_params(["queue=9"], ["vecsim/Tetris-v0"])
+
+
+def test_compiles_start_longest_first_and_results_keep_item_order(monkeypatch):
+    # The demo compiles every game in two processes: Tetris (by far the longest compile)
+    # submitted last began only when the classic games were done, and the other process then
+    # idled for its whole compile. The pool runs jobs in submission order.
+    import concurrent.futures
+
+    from vecsim import cli
+
+    submitted = []
+
+    class InlinePool:  # runs each job at submission, recording the order
+        def __init__(self, jobs, mp_context=None):
+            pass
+
+        def submit(self, fn, item):
+            submitted.append(item)
+            future = concurrent.futures.Future()
+            future.set_result(fn(item))
+            return future
+
+        def shutdown(self, cancel_futures=False):
+            pass
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", InlinePool)
+    games = vecsim.game_ids()
+    weights = {game: cli._compile_weight(game) for game in games}
+    assert max(weights, key=weights.get) == "vecsim/Tetris-v0"
+    results = cli._map_in_processes(str.upper, games, 2, weight=weights.get)
+    assert submitted == sorted(games, key=lambda g: -weights[g]) and submitted[0] == "vecsim/Tetris-v0"
+    assert results == [game.upper() for game in games]
+    # Without weights, in the given order; one job runs in this process.
+    submitted.clear()
+    assert cli._map_in_processes(str.upper, games, 2) == [game.upper() for game in games] and submitted == games
+    assert cli._map_in_processes(str.upper, games, 1) == [game.upper() for game in games]

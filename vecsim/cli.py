@@ -75,13 +75,28 @@ def _warmup_timed(game_id: str, precision: str = "float64") -> float:
     return time.perf_counter() - start
 
 
+def _compile_weight(game_id: str) -> int:
+    """A guess at how long a game's kernels take to compile: the size of its own source (a
+    game package's every file), which puts Tetris far ahead of the classic games."""
+    import pathlib
+
+    import vecsim
+
+    module = vecsim.resolve(game_id).module
+    roots = [pathlib.Path(p) for p in getattr(module, "__path__", [])]
+    files = [f for root in roots for f in root.rglob("*.py")] if roots else [pathlib.Path(module.__file__)]
+    return sum(f.stat().st_size for f in files)
+
+
 def _map_in_processes(fn, items: list, jobs: int, progress: Progress | None = None,
-                      label: str = "compiling") -> list:
+                      label: str = "compiling", weight=None) -> list:
     """``[fn(item) for item in items]``, in ``jobs`` new processes at once when ``jobs > 1``.
 
     Numba compiles on one core, so compiling several games' kernels in processes of their own
     fills the on-disk cache that much sooner. ``fn`` must be a module-level function (the
-    processes are spawned: a forked process could inherit Numba's threads mid-launch).
+    processes are spawned: a forked process could inherit Numba's threads mid-launch). The
+    items start in decreasing ``weight(item)`` (default: in order): the longest compile first,
+    so that it does not begin last and leave the other processes idle while it runs.
     """
     import concurrent.futures
     import multiprocessing
@@ -90,22 +105,27 @@ def _map_in_processes(fn, items: list, jobs: int, progress: Progress | None = No
     where = f"{label} {len(items)} in {jobs} process{'es' if jobs > 1 else ''}"
     if progress is not None:
         progress.show(where)
-    results = []
     if jobs <= 1:
-        outputs = map(fn, items)
-    else:
-        pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
-        outputs = pool.map(fn, items)
-    try:
-        for result in outputs:
-            results.append(result)
+        results = []
+        for item in items:
+            results.append(fn(item))
             if progress is not None:
                 progress.advance()
                 progress.show(where)
+        return results
+    order = sorted(range(len(items)), key=lambda k: -weight(items[k])) if weight is not None else range(len(items))
+    pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(fn, items[k]): k for k in order}  # the pool runs them in this order
+        results = [None] * len(items)
+        for future in concurrent.futures.as_completed(futures):
+            results[futures[future]] = future.result()
+            if progress is not None:
+                progress.advance()
+                progress.show(where)
+        return results
     finally:
-        if jobs > 1:
-            pool.shutdown(cancel_futures=True)
-    return results
+        pool.shutdown(cancel_futures=True)
 
 
 def _warmup_all(games: list[str], jobs: int, progress: Progress) -> dict[str, float]:
@@ -117,7 +137,8 @@ def _warmup_all(games: list[str], jobs: int, progress: Progress) -> dict[str, fl
     seconds = {}
     pooled = min(jobs, len(games)) > 1
     if pooled:  # the progress advances here, once a game
-        seconds = dict(zip(games, _map_in_processes(_warmup_timed, games, jobs, progress, "compiling games:")))
+        seconds = dict(zip(games, _map_in_processes(_warmup_timed, games, jobs, progress, "compiling games:",
+                                                        weight=_compile_weight)))
     for game_id in games:
         progress.show(f"warming up {_short(game_id)}")
         secs = _warmup_timed(game_id)
@@ -185,7 +206,8 @@ def cmd_warmup(args) -> int:
     items = [(game_id, precision, args.collector, params) for game_id in games for precision in args.precision]
     progress = Progress(len(items), enabled=not args.no_progress)
     start = time.perf_counter()
-    seconds = _map_in_processes(_warm_kernel_set, items, args.jobs, progress, "kernel sets:")
+    seconds = _map_in_processes(_warm_kernel_set, items, args.jobs, progress, "kernel sets:",
+                                weight=lambda item: _compile_weight(item[0]))
     wall = time.perf_counter() - start
     progress.finish()
     rows = [[_short(game_id), precision, f"{secs:.1f}"] for (game_id, precision, _, _), secs in zip(items, seconds)]
