@@ -299,37 +299,38 @@ def step_env(s, p, i, actions, events, rng):
         s.rot[i] = r
         s.y[i] = y
         s.x[i] = x
-        if locked:
-            return _lock_and_spawn(s, p, i, t, r, y, x, events, rng)
-        return 0.0, False
-    half = N_DROP if mode == DROP else N_POSES
-    use_hold = a >= half
-    k = a - half if use_hold else a
-    if use_hold and not _can_hold(s, p, i):
-        events[i, EV_INVALID] = 1
-        return 0.0, False
-    t = hold_target(s, i) if use_hold else np.int64(s.piece[i])
-    if mode == DROP:
-        r = k // W
-        x = k % W
-        spawnable = not (use_hold and blocked(s.rows, i, t, 0, SPAWN_Y[t], SPAWN_X[t]))
-        if not (spawnable and drop_legal(s, i, t, r, x)):
-            events[i, EV_INVALID] = 1
+        if not locked:
             return 0.0, False
-        y = drop_row(s.rows, i, t, r, DROP_Y[t, r], x)
     else:
-        if s.cost[i, a] < 0:
+        half = N_DROP if mode == DROP else N_POSES
+        use_hold = a >= half
+        k = a - half if use_hold else a
+        if use_hold and not _can_hold(s, p, i):
             events[i, EV_INVALID] = 1
             return 0.0, False
-        r = k // (H * W)
-        y = (k // W) % H
-        x = k % W
-    if use_hold:
-        events[i, EV_HOLDS] = 1
-        do_hold(s, i, rng, use_bag)
-    s.rot[i] = r
-    s.y[i] = y
-    s.x[i] = x
+        t = hold_target(s, i) if use_hold else np.int64(s.piece[i])
+        if mode == DROP:
+            r = k // W
+            x = k % W
+            spawnable = not (use_hold and blocked(s.rows, i, t, 0, SPAWN_Y[t], SPAWN_X[t]))
+            if not (spawnable and drop_legal(s, i, t, r, x)):
+                events[i, EV_INVALID] = 1
+                return 0.0, False
+            y = drop_row(s.rows, i, t, r, DROP_Y[t, r], x)
+        else:
+            if s.cost[i, a] < 0:
+                events[i, EV_INVALID] = 1
+                return 0.0, False
+            r = k // (H * W)
+            y = (k // W) % H
+            x = k % W
+        if use_hold:
+            events[i, EV_HOLDS] = 1
+            do_hold(s, i, rng, use_bag)
+        s.rot[i] = r
+        s.y[i] = y
+        s.x[i] = x
+    # One call site: _lock_and_spawn is inlined, and a second site compiled it twice.
     return _lock_and_spawn(s, p, i, t, r, y, x, events, rng)
 
 

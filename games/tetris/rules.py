@@ -109,9 +109,12 @@ def hold_target(s, i):
     return np.int64(s.queue[i, 0]) if s.hold[i] == NONE else np.int64(s.hold[i])
 
 
-@exact(inline="always")
+@exact
 def do_hold(s, i, rng, use_bag):
-    """Hold the current piece; returns whether the new current piece could spawn."""
+    """Hold the current piece; returns whether the new current piece could spawn.
+
+    A call, not inlined: the step holds in two places, and each inlined copy was compiled
+    again; a hold is one step in many."""
     cur = s.piece[i]
     if s.hold[i] == NONE:
         s.hold[i] = cur
