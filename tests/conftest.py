@@ -6,11 +6,18 @@ later processes), so module-scoped engines keep the suite fast on a small CI mac
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 import vecsim
 from vecsim.testing import legal_actions, sample_actions
+
+# A calibration file in the cache folder (``vecsim calibrate``) would change which kernels
+# "auto" picks; the suite tests the games' own sizes, and its subprocesses inherit this.
+# tests/test_calibration.py turns it back on where it tests the file.
+os.environ["VECSIM_CALIBRATION"] = "0"
 
 
 def pytest_generate_tests(metafunc):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from vecsim.calibration import calibrate
 from vecsim.collector import EpisodeBatch, EpisodeCollector
 from vecsim.engine import Engine
 from vecsim.registry import game_ids, register_all, resolve
@@ -84,4 +85,4 @@ def _first_legal(eng: Engine) -> np.ndarray:
 
 register_all()
 
-__all__ = ["Engine", "EpisodeCollector", "EpisodeBatch", "ResetMask", "StepResult", "make", "warmup", "game_ids", "resolve", "__version__"]
+__all__ = ["Engine", "EpisodeCollector", "EpisodeBatch", "ResetMask", "StepResult", "make", "warmup", "calibrate", "game_ids", "resolve", "__version__"]

@@ -1,4 +1,4 @@
-"""The ``vecsim`` command: ``vecsim demo``, ``vecsim bench`` and ``vecsim warmup``.
+"""The ``vecsim`` command: ``vecsim demo``, ``vecsim bench``, ``vecsim warmup`` and ``vecsim calibrate``.
 
 ``vecsim demo`` runs every game with random actions through ``gymnasium.make_vec``, prints
 its throughput and writes a PNG of rendered frames. ``vecsim bench`` measures steps per
@@ -6,7 +6,9 @@ second against Gymnasium (and EnvPool when installed) with the functions of
 ``vecsim.bench``, which the asv suite in ``asv_bench/`` uses too; Tetris-v0 gets its own
 table, per action mode, against tetris-gymnasium's JAX env when that is installed.
 ``vecsim warmup`` compiles kernels into the on-disk cache ahead of time (an image build, a CI
-cache), several games at once.
+cache), several games at once. ``vecsim calibrate`` times each game's serial and parallel
+kernels on this machine and saves the batch size from which ``parallel="auto"`` picks the
+parallel ones (``vecsim.calibration``).
 """
 
 from __future__ import annotations
@@ -217,6 +219,66 @@ def cmd_warmup(args) -> int:
           f"({min(args.jobs, len(items))} process{'es' if min(args.jobs, len(items)) > 1 else ''}); "
           f"cached in {cache_dir()} (set VECSIM_CACHE_DIR to move it).")
     return 0
+
+
+# -- calibrate ------------------------------------------------------------------------------
+def cmd_calibrate(args) -> int:
+    import numba
+
+    from vecsim import calibration
+
+    if args.forget:
+        path = calibration.calibration_path()
+        print(f"removed {path}" if calibration.forget() else f"no calibration file at {path}")
+        return 0
+    if args.threads is not None:
+        if args.threads > numba.config.NUMBA_NUM_THREADS:
+            raise UsageError(f"--threads must be at most NUMBA_NUM_THREADS ({numba.config.NUMBA_NUM_THREADS}), "
+                             f"but got --threads {args.threads}")
+        numba.set_num_threads(args.threads)
+    games = _game_list(args.games)
+    progress = Progress(len(games) * len(args.precision), enabled=not args.no_progress)
+
+    def show(label):
+        progress.show(f"timing serial and parallel kernels: {label}")
+        progress.advance()
+
+    import vecsim
+
+    # The games' own sizes, read before this run's results are saved.
+    declared = {(g, p): _declared_size(vecsim.resolve(g), p) for g in games for p in args.precision}
+    try:
+        sizes = tuple(args.sizes) if args.sizes else calibration.SIZES
+        results = calibration.calibrate(games, args.precision, sizes, args.seconds, save=not args.dry_run,
+                                        progress=show)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    progress.finish()
+    rows = []
+    for game_id, by_precision in results.items():
+        for precision, result in by_precision.items():
+            ratios = "  ".join(f"{size}:{par / ser:.2f}" for size, ser, par in result["rows"])
+            rows.append([_short(game_id), precision, _size_text(declared[game_id, precision]),
+                         _size_text(result["threshold"]), ratios])
+    print(bench.format_table(["game", "precision", "declared", "measured", "parallel/serial speed by num_envs"], rows))
+    key = calibration.machine_key()
+    where = "not saved (--dry-run)" if args.dry_run else f"saved in {calibration.calibration_path()}"
+    print(f"\n{key}: {where}. parallel=\"auto\" picks the parallel kernels from the measured size on "
+          f"(\"never\": serial always) at this thread count; `vecsim calibrate --forget` removes the file.")
+    return 0
+
+
+def _declared_size(game, precision: str):
+    """The game's own size at this thread count, calibration aside."""
+    import numba
+
+    from vecsim.engine import parallel_min_envs
+
+    return parallel_min_envs(game, None, precision, numba.get_num_threads(), calibrated=False)
+
+
+def _size_text(size) -> str:
+    return "never" if size is None else str(size)
 
 
 # -- demo -----------------------------------------------------------------------------------
@@ -546,6 +608,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="processes compiling at once (default: the CPU count)")
     w.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     w.set_defaults(func=cmd_warmup)
+
+    c = sub.add_parser("calibrate", help="time each game's serial and parallel kernels on this machine and save "
+                                         "the batch size from which parallel=\"auto\" picks the parallel ones")
+    c.add_argument("--games", nargs="+", help="game ids (default: every game)")
+    c.add_argument("--precision", nargs="+", choices=("float64", "float32"), default=["float64", "float32"],
+                   help="precisions to time (default: %(default)s)")
+    c.add_argument("--sizes", type=_positive_int, nargs="+",
+                   help="batch sizes to time (default: 16, 32, ... 16384)")
+    c.add_argument("--seconds", type=_positive_float, default=0.2,
+                   help="timing per kernel and size (default: %(default)s)")
+    c.add_argument("--threads", type=_positive_int,
+                   help="Numba threads to calibrate for (default: NUMBA_NUM_THREADS); each count has its own sizes")
+    c.add_argument("--dry-run", action="store_true", help="print the sizes without saving them")
+    c.add_argument("--forget", action="store_true", help="remove the calibration file and exit")
+    c.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    c.set_defaults(func=cmd_calibrate)
 
     b = sub.add_parser("bench", help="steps/s of vecsim against Gymnasium (and EnvPool when installed); "
                                      "Tetris-v0 per action mode against tetris-gymnasium's JAX env")

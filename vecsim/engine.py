@@ -15,6 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vecsim._codegen import address_table, load_kernels, table_specs
+from vecsim import calibration
 from vecsim.contract import GameSpec
 from vecsim.jit import threading_layer
 from vecsim.reset_mask import ResetMask
@@ -61,25 +62,38 @@ def _per_precision(value, precision: str, what: str, default):
 
 
 def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: str = "float64",
-                      threads: int | None = None) -> int | None:
+                      threads: int | None = None, calibrated: bool = True) -> int | None:
     """Batch size from which ``parallel="auto"`` picks the parallel kernel for ``game`` in
     ``precision`` when Numba runs ``threads`` threads (default: ``numba.get_num_threads()``),
     or ``None`` where the serial kernel always wins.
 
-    ``VECSIM_PARALLEL_THRESHOLD`` if set; else, with two threads or more, the game's
+    ``VECSIM_PARALLEL_THRESHOLD`` if set; else the size ``vecsim calibrate`` measured for this
+    machine, thread count and threading layer (``vecsim.calibration``), if any and
+    ``calibrated`` (finding the layer starts Numba's threads); else, with two threads or more, the game's
     ``PARALLEL_MIN_ENVS`` and with one thread its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (both
     measured on the omp threading layer, an int or a dict by precision, ``None`` for never),
     times ``launch_factor()``. With one thread the parallel kernel runs on the calling thread
     and wins only where its step loop vectorises and the serial kernel's does not (Numba
     marks arrays ``noalias`` only in a parallel loop's body). A ``num_envs`` below the game's
-    own value is answered without starting Numba's threads to find out their layer.
+    own value is answered without starting Numba's threads to find out their layer (when no
+    calibration file exists).
     """
     override = os.environ.get("VECSIM_PARALLEL_THRESHOLD")
     if override:
-        return int(override)
+        try:
+            value = int(override)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"VECSIM_PARALLEL_THRESHOLD must be an int >= 1, but got {override!r}")
+        return value
     mod = game.module
     if threads is None:
         threads = numba.get_num_threads()
+    if calibrated and getattr(mod, "__name__", None):
+        found, size = calibration.lookup(mod.__name__, precision, threads)
+        if found:
+            return size
     if threads > 1:
         base = _per_precision(getattr(mod, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS), precision,
                               "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS)

@@ -1,0 +1,151 @@
+"""``vecsim calibrate``: the batch size from which the parallel kernels win, measured and saved
+per machine, thread count and threading layer, and used by ``parallel="auto"``."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numba
+import pytest
+
+import vecsim
+from vecsim import calibration, cli
+from vecsim.engine import parallel_min_envs
+
+
+@pytest.fixture
+def calibration_file(tmp_path, monkeypatch):
+    """A calibration file of this test's own (absent at first), read by vecsim."""
+    path = tmp_path / "calibration.json"
+    monkeypatch.setattr(calibration, "calibration_path", lambda: path)
+    monkeypatch.setenv("VECSIM_CALIBRATION", "1")
+    monkeypatch.delenv("VECSIM_PARALLEL_THRESHOLD", raising=False)
+    return path
+
+
+def _write(path, games: dict, threads: int | None = None) -> None:
+    key = calibration.machine_key(threads)
+    path.write_text(json.dumps({"version": calibration.VERSION, "machines": {key: {"games": games}}}))
+
+
+def test_the_threshold_is_where_parallel_wins_from_there_on():
+    rows = [(1024, 10.0, 30.0), (16, 10.0, 2.0), (256, 10.0, 12.0), (64, 10.0, 9.0), (4096, 10.0, 80.0)]
+    assert calibration.threshold(rows) == 256
+    # Speed-ups are smoothed over neighbouring sizes (median of three): one noisy timing at the
+    # largest size (MountainCarContinuous float64 on 2026-11-22) does not make it "never"...
+    mcc = [(256, 10.0, 8.2), (512, 10.0, 9.9), (1024, 10.0, 10.5), (2048, 10.0, 12.3), (4096, 10.0, 12.2), (8192, 10.0, 12.0),
+           (16384, 10.0, 10.4)]
+    assert calibration.threshold(mcc) == 1024
+    # ...but losses at two sizes in a row do, and a tie (within MARGIN) counts as a loss.
+    assert calibration.threshold(mcc[:-1] + [(16384, 10.0, 9.0), (32768, 10.0, 9.0)]) is None
+    assert calibration.threshold([(16, 10.0, 10.2), (32, 10.0, 10.3), (64, 10.0, 10.4)]) is None
+    # The smallest size keeps its own speed-up (its neighbours would speak for it).
+    assert calibration.threshold([(16, 10.0, 8.3), (32, 10.0, 16.0), (64, 10.0, 16.8)]) == 32
+    # Fewer than three sizes: as measured.
+    assert calibration.threshold([(16, 10.0, 11.0)]) == 16
+    assert calibration.threshold([(16, 10.0, 5.0), (32, 10.0, 9.0)]) is None
+    assert calibration.threshold([(32, 10.0, 12.0), (16, 10.0, 5.0)]) == 32
+
+
+def test_auto_follows_the_calibrated_size_for_this_machine_and_thread_count(calibration_file):
+    cartpole = vecsim.resolve("CartPole-v1")
+    threads = numba.get_num_threads()
+    own = parallel_min_envs(cartpole, None, "float64", threads)
+    _write(calibration_file, {"games.cartpole": {"float64": 20, "float32": None}})
+    assert parallel_min_envs(cartpole, None, "float64", threads) == 20
+    assert parallel_min_envs(cartpole, None, "float64", threads, calibrated=False) == own
+    assert vecsim.make("CartPole-v1", 20).parallel and not vecsim.make("CartPole-v1", 19).parallel
+    assert not vecsim.make("CartPole-v1", 16384, precision="float32").parallel  # None: serial always
+    # Another thread count, another game: the games' own sizes.
+    other = 1 if threads > 1 else 2
+    assert parallel_min_envs(cartpole, None, "float64", other, calibrated=False) == \
+        parallel_min_envs(cartpole, None, "float64", other)
+    assert parallel_min_envs(vecsim.resolve("Pendulum-v1"), None, "float64", threads) == \
+        parallel_min_envs(vecsim.resolve("Pendulum-v1"), None, "float64", threads, calibrated=False)
+
+
+def test_the_environment_overrides_or_switches_off_the_calibration(calibration_file, monkeypatch):
+    cartpole = vecsim.resolve("CartPole-v1")
+    _write(calibration_file, {"games.cartpole": {"float64": 20}})
+    monkeypatch.setenv("VECSIM_PARALLEL_THRESHOLD", "7")
+    assert parallel_min_envs(cartpole, None, "float64") == 7
+    for bad in ("0", "-3", "many"):
+        monkeypatch.setenv("VECSIM_PARALLEL_THRESHOLD", bad)
+        with pytest.raises(ValueError, match=f"VECSIM_PARALLEL_THRESHOLD must be an int >= 1, but got '{bad}'"):
+            parallel_min_envs(cartpole, None, "float64")
+    monkeypatch.delenv("VECSIM_PARALLEL_THRESHOLD")
+    monkeypatch.setenv("VECSIM_CALIBRATION", "0")
+    assert parallel_min_envs(cartpole, None, "float64") == parallel_min_envs(cartpole, None, "float64",
+                                                                              calibrated=False)
+
+
+@pytest.mark.parametrize("text", [
+    "{not json",
+    json.dumps({"version": 99, "machines": {}}),
+    json.dumps({"version": 1, "machines": {"k": {"games": {"games.cartpole": {"float64": -3}}}}}),
+    json.dumps({"version": 1, "machines": {"k": {"games": {"games.cartpole": {"float64": True}}}}}),
+    json.dumps({"version": 1, "machines": {"k": {"games": []}}}),
+])
+def test_a_malformed_file_is_ignored_with_a_warning(calibration_file, text):
+    cartpole = vecsim.resolve("CartPole-v1")
+    calibration_file.write_text(text)
+    with pytest.warns(RuntimeWarning, match="ignoring the calibration file .*calibration.json"):
+        size = parallel_min_envs(cartpole, None, "float64")
+    assert size == parallel_min_envs(cartpole, None, "float64", calibrated=False)
+
+
+def test_calibrate_measures_and_merges_into_the_file(calibration_file):
+    _write(calibration_file, {"games.pendulum": {"float64": 512}})
+    results = vecsim.calibrate(["CartPole-v1"], ["float32"], sizes=[32, 16], seconds=0.02, repeats=1)
+    result = results["vecsim/CartPole-v1"]["float32"]
+    assert [size for size, _, _ in result["rows"]] == [16, 32]
+    assert all(serial > 0 and parallel > 0 for _, serial, parallel in result["rows"])
+    assert result["threshold"] == calibration.threshold(result["rows"])
+    saved = json.loads(calibration_file.read_text())["machines"][calibration.machine_key()]
+    assert saved["games"] == {"games.pendulum": {"float64": 512}, "games.cartpole": {"float32": result["threshold"]}}
+    assert saved["sizes"] == [16, 32]
+    assert calibration.lookup("games.cartpole", "float32", numba.get_num_threads()) == (True, result["threshold"])
+    # save=False leaves the file as it was.
+    before = calibration_file.read_text()
+    vecsim.calibrate(["CartPole-v1"], ["float64"], sizes=[16], seconds=0.02, repeats=1, save=False)
+    assert calibration_file.read_text() == before
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(games=["NoSuchGame-v0"]), "NoSuchGame"),
+    (dict(precisions=["float16"]), "precision must be one of .* but got 'float16'"),
+    (dict(sizes=[16, 0]), "sizes must be ints >= 1"),
+    (dict(sizes=[]), "sizes must be ints >= 1"),
+    (dict(seconds=0), "seconds must be > 0, but got seconds=0"),
+    (dict(repeats=0), "repeats must be an int >= 1, but got repeats=0"),
+])
+def test_calibrate_rejects_bad_arguments_before_timing(calibration_file, kwargs, message):
+    with pytest.raises((ValueError, KeyError), match=message):
+        vecsim.calibrate(**{"games": ["CartPole-v1"], **kwargs})
+    assert not calibration_file.exists()
+
+
+def test_the_command_prints_declared_and_measured_sizes_and_forgets(calibration_file, capsys):
+    argv = ["calibrate", "--games", "CartPole-v1", "--precision", "float64", "--sizes", "16", "32",
+            "--seconds", "0.02", "--no-progress"]
+    assert cli.main(argv + ["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "CartPole-v1" in out and "declared" in out and "16:" in out and "not saved (--dry-run)" in out
+    assert not calibration_file.exists()
+    assert cli.main(argv) == 0
+    assert f"saved in {calibration_file}" in capsys.readouterr().out and calibration_file.exists()
+    assert cli.main(["calibrate", "--forget"]) == 0
+    assert "removed" in capsys.readouterr().out and not calibration_file.exists()
+    assert cli.main(["calibrate", "--forget"]) == 0
+    assert "no calibration file" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["calibrate", "--threads", str(numba.config.NUMBA_NUM_THREADS + 1)])
+    assert exc.value.code == 2
+    assert "--threads must be at most NUMBA_NUM_THREADS" in capsys.readouterr().err
+
+
+def test_no_warning_without_a_file(calibration_file):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert calibration.load() == {}

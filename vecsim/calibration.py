@@ -1,0 +1,269 @@
+"""Measure on this machine the batch size from which each game's parallel kernels win.
+
+``parallel="auto"`` picks a game's serial or parallel kernels by batch size. The sizes each
+game declares (``PARALLEL_MIN_ENVS``, ``ONE_THREAD_PARALLEL_MIN_ENVS``) were measured on a
+2-core machine; on another machine, and above all at another thread count, the cost of
+starting the threads and the work that pays for it differ. ``calibrate`` (also ``vecsim.calibrate`` and ``vecsim calibrate``) times
+``Engine.step`` (NEXT_STEP autoreset, random legal actions) with the serial and the parallel
+kernels at batch sizes 16, 32, ... 16384 on the Numba threads this process runs, and saves
+for each game and precision the smallest size from which the parallel kernels win at every
+larger size measured (``None``: they never do). ``vecsim.engine.parallel_min_envs`` then
+prefers the saved value for this machine, thread count and threading layer over the game's.
+
+The file is ``calibration.json`` in vecsim's cache folder (``vecsim._codegen.cache_dir``):
+``{"version": 1, "machines": {key: {"games": {module: {precision: size or null}}, ...}}}``
+where the key names the CPU, its core count, the thread count and the threading layer.
+``VECSIM_PARALLEL_THRESHOLD`` still overrides everything; ``VECSIM_CALIBRATION=0`` makes vecsim
+ignore the file (the test suite runs so, to test the games' own sizes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import threading
+import time
+import warnings
+
+import numba
+
+#: Batch sizes timed by default: 16 .. 16384, doubling.
+SIZES = tuple(16 << k for k in range(11))
+#: The parallel kernels must be this much faster to count as winning (ties keep serial).
+MARGIN = 1.05
+VERSION = 1
+FILE_NAME = "calibration.json"
+PRECISIONS = ("float64", "float32")
+
+_LOCK = threading.Lock()
+_CACHE: dict = {}  # path -> (mtime_ns, size, parsed file)
+_FOLDERS: dict = {}  # $VECSIM_CACHE_DIR -> the cache folder it gave (cache_dir() tries writing)
+
+
+def calibration_path():
+    """Where the calibration file lives (``$VECSIM_CACHE_DIR`` or vecsim's cache folder)."""
+    from vecsim._codegen import cache_dir
+
+    env = os.environ.get("VECSIM_CACHE_DIR")
+    folder = _FOLDERS.get(env)
+    if folder is None:
+        folder = _FOLDERS[env] = cache_dir()
+    return folder / FILE_NAME
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def machine_key(threads: int | None = None, layer: str | None = None) -> str:
+    """The calibration key of this machine at ``threads`` Numba threads (default: the calling
+    thread's count) on threading ``layer`` (default: the one this process's parallel kernels
+    use, which starts Numba's threads if none has started them)."""
+    from vecsim.jit import threading_layer
+
+    if threads is None:
+        threads = numba.get_num_threads()
+    if layer is None:
+        layer = threading_layer()
+    return f"{_cpu_name()} | {os.cpu_count()} cpus | {threads} threads | {layer}"
+
+
+def load() -> dict:
+    """The calibration file's ``machines`` mapping (``{}`` when there is none). A file that
+    cannot be read or has the wrong form is ignored with a ``RuntimeWarning`` naming it (the
+    games' own sizes then apply); ``vecsim calibrate`` writes it again. ``{}`` also with
+    ``VECSIM_CALIBRATION=0``."""
+    if os.environ.get("VECSIM_CALIBRATION", "1").strip() == "0":
+        return {}
+    path = calibration_path()
+    try:
+        stat = path.stat()
+    except OSError:
+        return {}
+    with _LOCK:
+        cached = _CACHE.get(str(path))
+        if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
+            return cached[2]
+        try:
+            data = json.loads(path.read_text())
+            machines = data["machines"] if isinstance(data, dict) and data.get("version") == VERSION else None
+            if not isinstance(machines, dict) or not all(_well_formed(m) for m in machines.values()):
+                raise ValueError(f"not a version-{VERSION} calibration file")
+        except (OSError, ValueError, KeyError) as exc:
+            warnings.warn(f"ignoring the calibration file {path} ({exc}); run `vecsim calibrate` to write it again",
+                          RuntimeWarning, stacklevel=3)
+            machines = {}
+        _CACHE[str(path)] = (stat.st_mtime_ns, stat.st_size, machines)
+        return machines
+
+
+def _well_formed(record) -> bool:
+    if not isinstance(record, dict) or not isinstance(record.get("games"), dict):
+        return False
+    for sizes in record["games"].values():
+        if not isinstance(sizes, dict):
+            return False
+        for size in sizes.values():
+            if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+                return False
+    return True
+
+
+def lookup(module_name: str, precision: str, threads: int) -> tuple[bool, int | None]:
+    """``(found, size)``: the calibrated batch size for the game module ``module_name`` in
+    ``precision`` at ``threads`` threads on this machine (``size`` None: serial always)."""
+    machines = load()
+    if not machines:
+        return False, None
+    record = machines.get(machine_key(threads))
+    if record is None:
+        return False, None
+    sizes = record["games"].get(module_name, {})
+    if precision not in sizes:
+        return False, None
+    return True, sizes[precision]
+
+
+def threshold(rows, margin: float = MARGIN) -> int | None:
+    """The smallest size from which the parallel kernels win at every larger size of ``rows``
+    (``(size, serial steps/s, parallel steps/s)``, any order): parallel at least ``margin``
+    times as fast. ``None`` when they do not win at the largest size.
+
+    Each size's speed-up is first replaced by the median of it and its two neighbours' (the
+    largest size: of the three largest), so that one noisy timing neither moves the size nor,
+    at the largest size, turns it into ``None``. The smallest size keeps its own: there the
+    parallel kernels usually lose, and its neighbours would speak for it."""
+    rows = sorted(rows)
+    ratios = [parallel / serial for _, serial, parallel in rows]
+    if len(ratios) >= 3:
+        ratios = ratios[:1] + [sorted(ratios[k - 1:k + 2])[1] for k in range(1, len(ratios) - 1)] + \
+            [sorted(ratios[-3:])[1]]
+    best = None
+    for (size, _, _), ratio in zip(reversed(rows), reversed(ratios)):
+        if ratio < margin:
+            break
+        best = size
+    return best
+
+
+def _runner(game_id: str, num_envs: int, precision: str, parallel: bool, seed: int = 0):
+    import itertools
+
+    import vecsim
+    from vecsim import bench
+
+    engine = vecsim.make(game_id, num_envs, precision=precision, parallel=parallel)
+    engine.reset(seed=seed)
+    masks = engine.masks if engine.game.module.HAS_ACTION_MASK and engine.n_mask else None
+    if masks is not None:
+        choose = bench.LegalActions(masks, seed=seed)
+    else:
+        choose = itertools.cycle(bench.action_batches(engine.single_action_space, num_envs, seed=seed)).__next__
+    return engine, lambda: engine.step(choose())
+
+
+def measure(game_id: str, precision: str = "float64", sizes=SIZES, seconds: float = 0.2,
+            repeats: int = 3) -> list[tuple[int, float, float]]:
+    """``(size, serial steps/s, parallel steps/s)`` of ``Engine.step`` for each of ``sizes``,
+    the serial and the parallel engine timed in turn, twice each (best of both)."""
+    from vecsim import bench
+
+    rows = []
+    for size in sizes:
+        engines = {flag: _runner(game_id, size, precision, flag) for flag in (False, True)}
+        rates = {False: 0.0, True: 0.0}
+        try:
+            for _ in range(2):
+                for flag, (_, step) in engines.items():
+                    rates[flag] = max(rates[flag], bench.steps_per_second(step, size, seconds / 2, repeats))
+        finally:
+            for engine, _ in engines.values():
+                engine.close()
+        rows.append((size, rates[False], rates[True]))
+    return rows
+
+
+def _check_args(games, precisions, sizes, seconds, repeats):
+    import vecsim
+
+    from vecsim import bench
+
+    if games is None:
+        games = vecsim.game_ids()
+    games = [bench.full_id(g) for g in games]
+    for g in games:
+        vecsim.resolve(g)  # raises for an unknown id
+    precisions = tuple(precisions)
+    for p in precisions:
+        if p not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, but got {p!r}")
+    sizes = tuple(sorted(set(sizes)))
+    if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
+        raise ValueError(f"sizes must be ints >= 1, but got {sizes!r}")
+    if not seconds > 0:
+        raise ValueError(f"seconds must be > 0, but got seconds={seconds!r}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be an int >= 1, but got repeats={repeats!r}")
+    return games, precisions, sizes
+
+
+def calibrate(games=None, precisions=PRECISIONS, sizes=SIZES, seconds: float = 0.2, repeats: int = 3,
+              save: bool = True, progress=None) -> dict:
+    """Time every game in ``games`` (default: all) and precision at ``sizes``, at this
+    process's Numba thread count, and return ``{game_id: {precision: {"threshold": size or
+    None, "rows": measure(...)}}}``; with ``save``, merge the thresholds into the calibration
+    file under this machine's key (``parallel="auto"`` uses them from the next engine on).
+    ``progress(text)`` is called before each game and precision."""
+    games, precisions, sizes = _check_args(games, precisions, sizes, seconds, repeats)
+    import vecsim
+
+    results: dict = {}
+    for game_id in games:
+        for precision in precisions:
+            if progress is not None:
+                progress(f"{game_id.split('/', 1)[-1]} {precision}")
+            rows = measure(game_id, precision, sizes, seconds, repeats)
+            results.setdefault(game_id, {})[precision] = {"threshold": threshold(rows), "rows": rows}
+    if save:
+        key = machine_key()
+        path = calibration_path()
+        with _LOCK:
+            try:
+                data = json.loads(path.read_text())
+                if not (isinstance(data, dict) and data.get("version") == VERSION
+                        and isinstance(data.get("machines"), dict)):
+                    raise ValueError
+            except (OSError, ValueError):
+                data = {"version": VERSION, "machines": {}}
+            record = data["machines"].setdefault(key, {"games": {}})
+            if not isinstance(record.get("games"), dict):
+                record["games"] = {}
+            for game_id, by_precision in results.items():
+                module = vecsim.resolve(game_id).module.__name__
+                entry = record["games"].setdefault(module, {})
+                for precision, result in by_precision.items():
+                    entry[precision] = result["threshold"]
+            record["measured"] = time.strftime("%Y-%m-%d %H:%M:%S")
+            record["sizes"] = list(sizes)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+            os.replace(tmp, path)
+    return results
+
+
+def forget() -> bool:
+    """Delete the calibration file (every machine's); whether there was one."""
+    path = calibration_path()
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
