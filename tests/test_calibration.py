@@ -24,9 +24,11 @@ def calibration_file(tmp_path, monkeypatch):
     return path
 
 
-def _write(path, games: dict, threads: int | None = None) -> None:
+def _write(path, games: dict, threads: int | None = None, layer: str | None = None) -> None:
     key = calibration.machine_key(threads)
-    path.write_text(json.dumps({"version": calibration.VERSION, "machines": {key: {"games": games}}}))
+    layer = layer or vecsim.jit.threading_layer()
+    path.write_text(json.dumps({"version": calibration.VERSION,
+                                "machines": {key: {"layers": {layer: {"games": games}}}}}))
 
 
 def test_the_threshold_is_where_parallel_wins_from_there_on():
@@ -63,6 +65,21 @@ def test_auto_follows_the_calibrated_size_for_this_machine_and_thread_count(cali
         parallel_min_envs(cartpole, None, "float64", other)
     assert parallel_min_envs(vecsim.resolve("Pendulum-v1"), None, "float64", threads) == \
         parallel_min_envs(vecsim.resolve("Pendulum-v1"), None, "float64", threads, calibrated=False)
+    # Sizes of another threading layer do not apply.
+    _write(calibration_file, {"games.cartpole": {"float64": 20}}, layer="no-such-layer")
+    assert parallel_min_envs(cartpole, None, "float64", threads) == own
+
+
+def test_a_batch_below_every_size_that_could_apply_gets_the_smallest(calibration_file, monkeypatch):
+    # Answered without asking for the threading layer (which may run a parallel kernel): the
+    # kernel is serial whichever size applies.
+    cartpole = vecsim.resolve("CartPole-v1")
+    own = parallel_min_envs(cartpole, 16, "float64", calibrated=False)
+    _write(calibration_file, {"games.cartpole": {"float64": 512, "float32": None}})
+    asked = []
+    monkeypatch.setattr(vecsim.engine, "threading_layer", lambda: asked.append(1) or vecsim.jit.threading_layer())
+    assert parallel_min_envs(cartpole, 16, "float64") == min(own, 512) and not asked
+    assert parallel_min_envs(cartpole, 4096, "float64") == 512 and asked
 
 
 def test_the_environment_overrides_or_switches_off_the_calibration(calibration_file, monkeypatch):
@@ -83,9 +100,10 @@ def test_the_environment_overrides_or_switches_off_the_calibration(calibration_f
 @pytest.mark.parametrize("text", [
     "{not json",
     json.dumps({"version": 99, "machines": {}}),
-    json.dumps({"version": 1, "machines": {"k": {"games": {"games.cartpole": {"float64": -3}}}}}),
-    json.dumps({"version": 1, "machines": {"k": {"games": {"games.cartpole": {"float64": True}}}}}),
-    json.dumps({"version": 1, "machines": {"k": {"games": []}}}),
+    json.dumps({"version": 1, "machines": {"k": {"layers": {"omp": {"games": {"games.cartpole": {"float64": -3}}}}}}}),
+    json.dumps({"version": 1, "machines": {"k": {"layers": {"omp": {"games": {"games.cartpole": {"float64": True}}}}}}}),
+    json.dumps({"version": 1, "machines": {"k": {"layers": {"omp": {"games": []}}}}}),
+    json.dumps({"version": 1, "machines": {"k": {"games": {}}}}),
 ])
 def test_a_malformed_file_is_ignored_with_a_warning(calibration_file, text):
     cartpole = vecsim.resolve("CartPole-v1")
@@ -102,10 +120,11 @@ def test_calibrate_measures_and_merges_into_the_file(calibration_file):
     assert [size for size, _, _ in result["rows"]] == [16, 32]
     assert all(serial > 0 and parallel > 0 for _, serial, parallel in result["rows"])
     assert result["threshold"] == calibration.threshold(result["rows"])
-    saved = json.loads(calibration_file.read_text())["machines"][calibration.machine_key()]
+    layer = vecsim.jit.threading_layer()
+    saved = json.loads(calibration_file.read_text())["machines"][calibration.machine_key()]["layers"][layer]
     assert saved["games"] == {"games.pendulum": {"float64": 512}, "games.cartpole": {"float32": result["threshold"]}}
     assert saved["sizes"] == [16, 32]
-    assert calibration.lookup("games.cartpole", "float32", numba.get_num_threads()) == (True, result["threshold"])
+    assert calibration.lookup("games.cartpole", "float32", numba.get_num_threads()) == {layer: result["threshold"]}
     # save=False leaves the file as it was.
     before = calibration_file.read_text()
     vecsim.calibrate(["CartPole-v1"], ["float64"], sizes=[16], seconds=0.02, repeats=1, save=False)

@@ -11,8 +11,9 @@ larger size measured (``None``: they never do). ``vecsim.engine.parallel_min_env
 prefers the saved value for this machine, thread count and threading layer over the game's.
 
 The file is ``calibration.json`` in vecsim's cache folder (``vecsim._codegen.cache_dir``):
-``{"version": 1, "machines": {key: {"games": {module: {precision: size or null}}, ...}}}``
-where the key names the CPU, its core count, the thread count and the threading layer.
+``{"version": 1, "machines": {key: {"layers": {layer: {"games": {module: {precision: size
+or null}}, ...}}}}}`` where the key names the CPU, its core count and the thread count, and
+``layer`` is Numba's threading layer (``omp``, ``tbb``, ``workqueue``).
 ``VECSIM_PARALLEL_THRESHOLD`` still overrides everything; ``VECSIM_CALIBRATION=0`` makes vecsim
 ignore the file (the test suite runs so, to test the games' own sizes).
 """
@@ -63,17 +64,12 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
-def machine_key(threads: int | None = None, layer: str | None = None) -> str:
+def machine_key(threads: int | None = None) -> str:
     """The calibration key of this machine at ``threads`` Numba threads (default: the calling
-    thread's count) on threading ``layer`` (default: the one this process's parallel kernels
-    use, which starts Numba's threads if none has started them)."""
-    from vecsim.jit import threading_layer
-
+    thread's count)."""
     if threads is None:
         threads = numba.get_num_threads()
-    if layer is None:
-        layer = threading_layer()
-    return f"{_cpu_name()} | {os.cpu_count()} cpus | {threads} threads | {layer}"
+    return f"{_cpu_name()} | {os.cpu_count()} cpus | {threads} threads"
 
 
 def load() -> dict:
@@ -105,7 +101,13 @@ def load() -> dict:
         return machines
 
 
-def _well_formed(record) -> bool:
+def _well_formed(machine) -> bool:
+    if not isinstance(machine, dict) or not isinstance(machine.get("layers"), dict):
+        return False
+    return all(_well_formed_layer(record) for record in machine["layers"].values())
+
+
+def _well_formed_layer(record) -> bool:
     if not isinstance(record, dict) or not isinstance(record.get("games"), dict):
         return False
     for sizes in record["games"].values():
@@ -117,19 +119,22 @@ def _well_formed(record) -> bool:
     return True
 
 
-def lookup(module_name: str, precision: str, threads: int) -> tuple[bool, int | None]:
-    """``(found, size)``: the calibrated batch size for the game module ``module_name`` in
-    ``precision`` at ``threads`` threads on this machine (``size`` None: serial always)."""
+def lookup(module_name: str, precision: str, threads: int) -> dict:
+    """``{threading layer: size}``: the calibrated batch sizes for the game module
+    ``module_name`` in ``precision`` at ``threads`` threads on this machine, one per layer it
+    was calibrated on (a size of None: serial always); ``{}`` for none."""
     machines = load()
     if not machines:
-        return False, None
-    record = machines.get(machine_key(threads))
-    if record is None:
-        return False, None
-    sizes = record["games"].get(module_name, {})
-    if precision not in sizes:
-        return False, None
-    return True, sizes[precision]
+        return {}
+    machine = machines.get(machine_key(threads))
+    if machine is None:
+        return {}
+    found = {}
+    for layer, record in machine["layers"].items():
+        sizes = record["games"].get(module_name, {})
+        if precision in sizes:
+            found[layer] = sizes[precision]
+    return found
 
 
 def threshold(rows, margin: float = MARGIN) -> int | None:
@@ -218,7 +223,7 @@ def _check_args(games, precisions, sizes, seconds, repeats):
 def calibrate(games=None, precisions=PRECISIONS, sizes=SIZES, seconds: float = 0.2, repeats: int = 3,
               save: bool = True, progress=None) -> dict:
     """Time every game in ``games`` (default: all) and precision at ``sizes``, at this
-    process's Numba thread count, and return ``{game_id: {precision: {"threshold": size or
+    process's Numba thread count and threading layer, and return ``{game_id: {precision: {"threshold": size or
     None, "rows": measure(...)}}}``; with ``save``, merge the thresholds into the calibration
     file under this machine's key (``parallel="auto"`` uses them from the next engine on).
     ``progress(text)`` is called before each game and precision."""
@@ -233,7 +238,9 @@ def calibrate(games=None, precisions=PRECISIONS, sizes=SIZES, seconds: float = 0
             rows = measure(game_id, precision, sizes, seconds, repeats)
             results.setdefault(game_id, {})[precision] = {"threshold": threshold(rows), "rows": rows}
     if save:
-        key = machine_key()
+        from vecsim.jit import threading_layer
+
+        key, layer = machine_key(), threading_layer()
         path = calibration_path()
         with _LOCK:
             try:
@@ -243,7 +250,10 @@ def calibrate(games=None, precisions=PRECISIONS, sizes=SIZES, seconds: float = 0
                     raise ValueError
             except (OSError, ValueError):
                 data = {"version": VERSION, "machines": {}}
-            record = data["machines"].setdefault(key, {"games": {}})
+            machine = data["machines"].setdefault(key, {"layers": {}})
+            if not isinstance(machine.get("layers"), dict):
+                machine["layers"] = {}
+            record = machine["layers"].setdefault(layer, {"games": {}})
             if not isinstance(record.get("games"), dict):
                 record["games"] = {}
             for game_id, by_precision in results.items():

@@ -261,7 +261,9 @@ def cmd_calibrate(args) -> int:
             rows.append([_short(game_id), precision, _size_text(declared[game_id, precision]),
                          _size_text(result["threshold"]), ratios])
     print(bench.format_table(["game", "precision", "declared", "measured", "parallel/serial speed by num_envs"], rows))
-    key = calibration.machine_key()
+    from vecsim.jit import threading_layer
+
+    key = f"{calibration.machine_key()} | {threading_layer()}"
     where = "not saved (--dry-run)" if args.dry_run else f"saved in {calibration.calibration_path()}"
     print(f"\n{key}: {where}. parallel=\"auto\" picks the parallel kernels from the measured size on "
           f"(\"never\": serial always) at this thread count; `vecsim calibrate --forget` removes the file.")

@@ -69,14 +69,17 @@ def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: st
 
     ``VECSIM_PARALLEL_THRESHOLD`` if set; else the size ``vecsim calibrate`` measured for this
     machine, thread count and threading layer (``vecsim.calibration``), if any and
-    ``calibrated`` (finding the layer starts Numba's threads); else, with two threads or more, the game's
-    ``PARALLEL_MIN_ENVS`` and with one thread its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (both
-    measured on the omp threading layer, an int or a dict by precision, ``None`` for never),
-    times ``launch_factor()``. With one thread the parallel kernel runs on the calling thread
-    and wins only where its step loop vectorises and the serial kernel's does not (Numba
-    marks arrays ``noalias`` only in a parallel loop's body). A ``num_envs`` below the game's
-    own value is answered without starting Numba's threads to find out their layer (when no
-    calibration file exists).
+    ``calibrated``; else, with two threads or more, the game's ``PARALLEL_MIN_ENVS`` and with
+    one thread its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (both measured on the omp threading
+    layer, an int or a dict by precision, ``None`` for never), times ``launch_factor()``. With
+    one thread the parallel kernel runs on the calling thread and wins only where its step
+    loop vectorises and the serial kernel's does not (Numba marks arrays ``noalias`` only in
+    a parallel loop's body).
+
+    Finding the threading layer may run a trivial parallel kernel (where none has run and
+    Numba's threads are not started). A ``num_envs`` below every size that could apply (the
+    game's own, and the calibrated ones of every layer) is answered without it: the kernel is
+    serial whichever applies, and the size returned is the smallest of them.
     """
     override = os.environ.get("VECSIM_PARALLEL_THRESHOLD")
     if override:
@@ -90,19 +93,24 @@ def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: st
     mod = game.module
     if threads is None:
         threads = numba.get_num_threads()
-    if calibrated and getattr(mod, "__name__", None):
-        found, size = calibration.lookup(mod.__name__, precision, threads)
-        if found:
-            return size
     if threads > 1:
         base = _per_precision(getattr(mod, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS), precision,
                               "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS)
     else:
         base = _per_precision(getattr(mod, "ONE_THREAD_PARALLEL_MIN_ENVS", None), precision,
                               "ONE_THREAD_PARALLEL_MIN_ENVS", None)
+    by_layer = calibration.lookup(mod.__name__, precision, threads) if calibrated and hasattr(mod, "__name__") else {}
+    if by_layer:
+        sizes = [size for size in [base, *by_layer.values()] if size is not None]
+        if num_envs is not None and all(num_envs < size for size in sizes):
+            return min(sizes, default=None)
+        layer = threading_layer()
+        if layer in by_layer:
+            return by_layer[layer]
     if base is None or (num_envs is not None and num_envs < base):
         return base
     return base * launch_factor()
+
 
 BUFFER_NAMES = ("obs", "rewards", "terminals", "truncations")
 
