@@ -52,7 +52,7 @@ from games.tetris.pieces import (  # noqa: F401 (pieces first)
 )
 from games.tetris.rules import (
     LINE_SCORES, N_FEATURES, QUEUE_SLOTS, advance, blocked, board_features, clear_board, do_hold, draw_piece,
-    drop_legal, drop_row, hold_target, lock, spawn,
+    drop_columns, drop_legal, drop_row, hold_target, lock, spawn,
 )
 # A module alias, not ``from ... import``: planners.tetris imports this package's rules, and
 # the names are looked up when the kernels compile, after both modules finished importing.
@@ -362,25 +362,13 @@ def write_obs(s, p, i, obs):
 
 @exact(inline="always")
 def _drop_half(s, i, masks, base, t, ok):
-    """The drop mask of piece ``t`` into ``masks[i, base:base + 40]`` (all False unless ``ok``).
-    Where the rows a state spans at its drop row are empty (the usual case), every column
-    that keeps the piece on the board is legal without testing each one."""
+    """The drop mask of piece ``t`` into ``masks[i, base:base + 40]`` (all False unless ``ok``),
+    each rotation's ten columns from one ``drop_columns`` bitmask."""
     for r in range(4):
         a0 = base + r * W
-        y0 = DROP_Y[t, r]
-        filled = 0
-        for k in range(HEIGHT[t, r]):
-            filled |= np.int64(s.rows[i, y0 + k])
-        if not ok:
-            for x in range(W):
-                masks[i, a0 + x] = False
-        elif filled == 0:
-            last = W - WIDTH[t, r]
-            for x in range(W):
-                masks[i, a0 + x] = x <= last
-        else:
-            for x in range(W):
-                masks[i, a0 + x] = drop_legal(s, i, t, r, x)
+        legal = drop_columns(s.rows, i, t, r) if ok else 0
+        for x in range(W):
+            masks[i, a0 + x] = (legal >> x) & 1 != 0
 
 
 @exact(inline="always")

@@ -251,6 +251,23 @@ def drop_legal(s, i, t, r, x):
 
 
 @exact(inline="always")
+def drop_columns(rows, i, t, r):
+    """The columns ``x`` at which piece ``t`` in state ``r`` drops legally (``drop_legal``), as
+    bit ``x`` of the result, all at once: a piece row ``k`` whose cells are the bits ``b`` of
+    ``ROW_MASKS[t, r, k]`` hits board row ``y`` at anchor ``x`` exactly when bit ``x + b`` of
+    the row is set for some ``b``, so ``OR_b (row >> b)`` marks every ``x`` it blocks."""
+    y0 = DROP_Y[t, r]
+    bad = 0
+    for k in range(HEIGHT[t, r]):
+        row = np.int64(rows[i, y0 + k])
+        m = ROW_MASKS[t, r, k]
+        for b in range(4):
+            if (m >> b) & 1:
+                bad |= row >> b
+    return ~bad & ((1 << (W - WIDTH[t, r] + 1)) - 1)
+
+
+@exact(inline="always")
 def clear_board(s, i):
     for y in range(H):
         s.rows[i, y] = 0
