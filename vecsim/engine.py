@@ -14,8 +14,8 @@ import numba
 import numpy as np
 from gymnasium import spaces
 
-from vecsim._codegen import address_table, load_kernels, table_specs
 from vecsim import calibration
+from vecsim._codegen import address_table, load_kernels, table_specs
 from vecsim.contract import GameSpec
 from vecsim.jit import threading_layer
 from vecsim.reset_mask import ResetMask
