@@ -4,6 +4,7 @@ per machine, thread count and threading layer, and used by ``parallel="auto"``."
 from __future__ import annotations
 
 import json
+import sys
 import warnings
 
 import numba
@@ -168,3 +169,35 @@ def test_no_warning_without_a_file(calibration_file):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert calibration.load() == {}
+
+
+def test_the_collector_follows_the_calibrated_size(calibration_file):
+    _write(calibration_file, {"games.cartpole": {"float64": 20}})
+    with vecsim.EpisodeCollector("CartPole-v1", 32, 4, "random", seed=0) as collector:
+        assert collector._parallel_min == 20
+    # Never, for slots beyond the game's own size (below it, serial either way).
+    _write(calibration_file, {"games.cartpole": {"float64": None}})
+    with vecsim.EpisodeCollector("CartPole-v1", 1024, 4, "random", seed=0) as collector:
+        assert collector._parallel_min == sys.maxsize
+
+
+@pytest.mark.slow
+def test_the_collector_looks_up_its_own_thread_count(calibration_file, tmp_path):
+    # A machine with more threads than two: the collector's size is the one calibrated for
+    # that count (a subprocess, for NUMBA_NUM_THREADS=3).
+    import os
+    import subprocess
+
+    code = ("import json, pathlib, vecsim\n"
+            "from vecsim import calibration\n"
+            f"path = pathlib.Path({str(tmp_path / 'three.json')!r})\n"
+            "calibration.calibration_path = lambda: path\n"
+            "key = calibration.machine_key()\n"
+            "layers = {vecsim.jit.threading_layer(): {'games': {'games.cartpole': {'float64': 24}}}}\n"
+            "path.write_text(json.dumps({'version': 1, 'machines': {key: {'layers': layers}}}))\n"
+            "with vecsim.EpisodeCollector('CartPole-v1', 32, 4, 'random', seed=0) as c:\n"
+            "    print(key, '|', c._parallel_min)\n")
+    env = {**os.environ, "VECSIM_CALIBRATION": "1", "NUMBA_NUM_THREADS": "3"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "3 threads" in proc.stdout and proc.stdout.split("|")[-1].strip() == "24", proc.stdout

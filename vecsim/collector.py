@@ -315,8 +315,9 @@ class EpisodeCollector:
         self._kernels = kern = load_collect_step_kernels(eng.game, eng.precision, self._discrete,
                                                          eng.kernel_functions)
         self._parallel = parallel
-        # Many-thread thresholds: on one thread these kernels stay serial (see _advance).
-        threshold = parallel_min_envs(eng.game, w, eng.precision, threads=2)
+        # Many-thread thresholds (a calibration's for this thread count where there is one): on
+        # one thread these kernels stay serial (see _run).
+        threshold = parallel_min_envs(eng.game, w, eng.precision, threads=max(2, numba.get_num_threads()))
         self._parallel_min = sys.maxsize if threshold is None else threshold
         self._ctl = np.zeros(kern.N_CTL, dtype=np.int64)
         self._job_of = np.full(w, -1, dtype=np.int64)
