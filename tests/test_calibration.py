@@ -126,18 +126,22 @@ def test_calibrate_measures_and_merges_into_the_file(calibration_file):
     assert saved["games"] == {"games.pendulum": {"float64": 512}, "games.cartpole": {"float32": result["threshold"]}}
     assert saved["sizes"] == [16, 32]
     assert calibration.lookup("games.cartpole", "float32", numba.get_num_threads()) == {layer: result["threshold"]}
-    # save=False leaves the file as it was.
+    # save=False leaves the file as it was; one game and one precision may be given as strings.
     before = calibration_file.read_text()
-    vecsim.calibrate(["CartPole-v1"], ["float64"], sizes=[16], seconds=0.02, repeats=1, save=False)
+    alone = vecsim.calibrate("CartPole-v1", "float64", sizes=[16], seconds=0.02, repeats=1, save=False)
+    assert list(alone) == ["vecsim/CartPole-v1"] and list(alone["vecsim/CartPole-v1"]) == ["float64"]
     assert calibration_file.read_text() == before
 
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(games=["NoSuchGame-v0"]), "NoSuchGame"),
     (dict(precisions=["float16"]), "precision must be one of .* but got 'float16'"),
-    (dict(sizes=[16, 0]), "sizes must be ints >= 1"),
-    (dict(sizes=[]), "sizes must be ints >= 1"),
+    (dict(sizes=[16, 0]), "sizes must be a non-empty sequence of ints >= 1"),
+    (dict(sizes=[]), "sizes must be a non-empty sequence of ints >= 1"),
+    (dict(sizes=64), "sizes must be a non-empty sequence of ints >= 1, but got 64"),
+    (dict(precisions="float16"), "precision must be one of .* but got 'float16'"),
     (dict(seconds=0), "seconds must be > 0, but got seconds=0"),
+    (dict(seconds="1"), "seconds must be > 0, but got seconds='1'"),
     (dict(repeats=0), "repeats must be an int >= 1, but got repeats=0"),
 ])
 def test_calibrate_rejects_bad_arguments_before_timing(calibration_file, kwargs, message):

@@ -165,6 +165,16 @@ def vecsim_step_runner(game_id: str, num_envs: int, precision: str = "float64", 
     return Runner(VECSIM_STEP, game_id, num_envs, lambda: env.step(next(actions)), env.close)
 
 
+def engine_actions(engine, seed: int = 0) -> Callable[[], object]:
+    """A function returning the next batch of actions for ``engine``: random legal ones chosen
+    at each call (``LegalActions``) for a game with action masks, else random batches drawn
+    ahead of time, in turn."""
+    masks = _masks_of(engine)
+    if masks is not None:
+        return LegalActions(masks, seed=seed)
+    return itertools.cycle(action_batches(engine.single_action_space, engine.num_envs, seed=seed)).__next__
+
+
 def vecsim_no_reset_runner(game_id: str, num_envs: int, precision: str = "float64", seed: int = 0) -> Runner:
     """``Engine.step_no_reset`` followed by ``reset_envs`` of the envs that finished.
 
@@ -174,11 +184,7 @@ def vecsim_no_reset_runner(game_id: str, num_envs: int, precision: str = "float6
 
     engine = vecsim.make(game_id, num_envs, precision=precision)
     engine.reset(seed=seed)
-    masks = _masks_of(engine)
-    if masks is not None:
-        next_actions = LegalActions(masks, seed=seed)
-    else:
-        next_actions = itertools.cycle(action_batches(engine.single_action_space, num_envs, seed=seed)).__next__
+    next_actions = engine_actions(engine, seed)
 
     def step():
         result = engine.step_no_reset(next_actions())

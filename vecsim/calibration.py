@@ -160,18 +160,12 @@ def threshold(rows, margin: float = MARGIN) -> int | None:
 
 
 def _runner(game_id: str, num_envs: int, precision: str, parallel: bool, seed: int = 0):
-    import itertools
-
     import vecsim
     from vecsim import bench
 
     engine = vecsim.make(game_id, num_envs, precision=precision, parallel=parallel)
     engine.reset(seed=seed)
-    masks = engine.masks if engine.game.module.HAS_ACTION_MASK and engine.n_mask else None
-    if masks is not None:
-        choose = bench.LegalActions(masks, seed=seed)
-    else:
-        choose = itertools.cycle(bench.action_batches(engine.single_action_space, num_envs, seed=seed)).__next__
+    choose = bench.engine_actions(engine, seed)
     return engine, lambda: engine.step(choose())
 
 
@@ -203,17 +197,21 @@ def _check_args(games, precisions, sizes, seconds, repeats):
 
     if games is None:
         games = vecsim.game_ids()
+    elif isinstance(games, str):
+        games = [games]
     games = [bench.full_id(g) for g in games]
     for g in games:
         vecsim.resolve(g)  # raises for an unknown id
-    precisions = tuple(precisions)
+    precisions = (precisions,) if isinstance(precisions, str) else tuple(precisions)
     for p in precisions:
         if p not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, but got {p!r}")
+    sizes = tuple(sizes) if isinstance(sizes, (list, tuple, range)) else sizes
+    if not isinstance(sizes, tuple) or not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1
+                                                        for s in sizes):
+        raise ValueError(f"sizes must be a non-empty sequence of ints >= 1, but got {sizes!r}")
     sizes = tuple(sorted(set(sizes)))
-    if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
-        raise ValueError(f"sizes must be ints >= 1, but got {sizes!r}")
-    if not seconds > 0:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
         raise ValueError(f"seconds must be > 0, but got seconds={seconds!r}")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be an int >= 1, but got repeats={repeats!r}")
