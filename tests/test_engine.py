@@ -132,7 +132,12 @@ def test_address_tables_hold_addresses_and_shapes_of_contiguous_arrays():
     f_order, ints = np.zeros((3, 4), order="F"), np.arange(5, dtype=np.int32)
     table = address_table([f_order, ints])
     assert table.tolist() == [[f_order.ctypes.data, 3, 4, 0], [ints.ctypes.data, 5, 0, 0]]
-    assert table_specs([f_order, ints]) == (("float64", 2, "F"), ("int32", 1, "C"))
+    assert table_specs([f_order, ints]) == (("float64", 2, "F", True), ("int32", 1, "C", True))
+    # An array is distinct only if it shares no memory with another of the table or with the
+    # kernel's fixed arguments (``others``).
+    pad = np.zeros(64, dtype=np.bool_)
+    assert [spec[3] for spec in table_specs([pad[:5], ints, pad.view(np.uint64)])] == [False, True, False]
+    assert [spec[3] for spec in table_specs([f_order, ints], others=[ints[2:]])] == [True, False]
     with pytest.raises(ValueError, match="address table array 0 must be contiguous.*shape \\(4, 2\\)"):
         address_table([np.zeros((4, 4))[:, ::2]])
     with pytest.raises(ValueError, match="address table array 1 .* at most 3 dimensions"):
@@ -150,14 +155,75 @@ def test_table_views_rebuild_arrays_of_every_layout_and_rank():
     source = render_table_views(
         "def touch(t):\n    # VIEWS OF t: a, b, c, d\n    b[2, 1] = 7\n    c[1, 2, 3] = True\n"
         "    return a[5] + a.shape[0], b.strides, c.strides, d[1, 2, 3], d.strides\n", {"t": table_specs(arrays)})
-    scope = {"np": np, "c_array_at": vecsim.jit.c_array_at, "f_array_at": vecsim.jit.f_array_at}
+    assert "c_distinct_array_at(t[0, 0], (t[0, 1],), np.float32)" in source
+    assert "f_distinct_array_at(t[1, 0], (t[1, 1], t[1, 2]), np.int32)" in source
+    scope = {"np": np, **{name: getattr(vecsim.jit, name) for name in (
+        "c_array_at", "f_array_at", "c_distinct_array_at", "f_distinct_array_at")}}
     exec(source, scope)
     last, b_strides, c_strides, d_value, d_strides = njit(_nrt=False)(scope["touch"])(address_table(arrays))
     assert last == 11.0 and arrays[1][2, 1] == 7 and arrays[2][1, 2, 3] and arrays[2].sum() == 1
     assert (b_strides, c_strides, d_strides) == (arrays[1].strides, arrays[2].strides, arrays[3].strides)
     assert d_value == arrays[3][1, 2, 3]
+    # Arrays that share memory get plain views, which LLVM must assume may overlap.
+    pad = np.zeros(16, dtype=np.bool_)
+    shared = render_table_views("    # VIEWS OF t: a, b\n", {"t": table_specs([pad[:3], pad.view(np.uint64)])})
+    assert "distinct" not in shared and shared.count("c_array_at(") == 2
     with pytest.raises(ValueError, match="table 't' has \\['a', 'b'\\] \\(2 arrays\\) but specs for 4"):
         render_table_views("    # VIEWS OF t: a, b\n", {"t": table_specs(arrays)})
+
+
+def test_overlap_checks_find_the_first_distinct_view_sharing_memory_with_an_argument():
+    from numba import njit
+    from vecsim._codegen import address_table, render_table_views, table_specs
+
+    pad, big, small = np.zeros(16, dtype=np.bool_), np.zeros(10), np.zeros(3, dtype=np.int32)
+    arrays = (pad[:4], pad.view(np.uint64), big, small)
+    source = render_table_views(
+        "def first(t, arg):\n    # VIEWS OF t: a, b, c, d\n    # hit = FIRST VIEW OF t OVERLAPPING arg\n"
+        "    return hit\n", {"t": table_specs(arrays)})
+    scope = {"np": np, **{name: getattr(vecsim.jit, name) for name in (
+        "c_array_at", "f_array_at", "c_distinct_array_at", "f_distinct_array_at", "overlaps")}}
+    exec(source, scope)
+    first = njit(_nrt=False)(scope["first"])
+    table = address_table(arrays)
+    assert first(table, np.zeros(10)) == -1  # another allocation
+    assert first(table, big[9:]) == 2 and first(table, big[:1]) == 2  # either end
+    assert first(table, small[1:]) == 3
+    assert first(table, big[:0]) == -1  # no bytes, no overlap
+    # Only distinct views are checked: the shared ones were never promised to LLVM as apart.
+    assert first(table, pad[2:6]) == -1
+    with pytest.raises(ValueError, match="overlap check of 'arg' comes before the views of table 't'"):
+        render_table_views("    # hit = FIRST VIEW OF t OVERLAPPING arg\n", {"t": table_specs(arrays)})
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_actions_sharing_memory_with_the_engine_are_refused_before_any_step(precision):
+    # The kernels promise LLVM that the engine's arrays share no memory with anything else
+    # (so their serial step loops run on SIMD lanes): actions that are a view of one of them
+    # must be refused, not stepped.
+    eng = vecsim.make("Pendulum-v1", 8, precision=precision)
+    eng.reset(seed=3)
+    before = [a.copy() for a in eng.state]
+    aliased = eng.state.last_u.reshape(-1, 1)
+    if aliased.dtype == eng.zero_actions().dtype:  # passed to the kernel as it is
+        with pytest.raises(ValueError, match="actions share memory with this engine's own state.last_u array"):
+            eng.step(aliased)
+        assert all(np.array_equal(a, b) for a, b in zip(eng.state, before))
+    else:  # float64 state, float32 actions: converted into the engine's own buffer first
+        eng.step(aliased)
+    eng.step(eng.zero_actions())  # the engine still works
+
+
+def test_reset_masks_sharing_memory_with_the_engine_are_refused():
+    eng = vecsim.make("CartPole-v1", 8)
+    eng.reset(seed=3)
+    obs = eng.obs.copy()
+    mask = vecsim.ResetMask(8)
+    mask.words = eng.rng[:1, 0]  # a mask whose words are the engine's RNG keys
+    with pytest.raises(ValueError, match="reset mask's words share memory with this engine's own rng array"):
+        eng.reset_envs(mask)
+    assert np.array_equal(eng.obs, obs)
+    eng.reset_envs(np.ones(8, dtype=bool))
 
 
 def test_engine_kernels_release_the_gil():

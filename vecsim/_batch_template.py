@@ -14,13 +14,19 @@ actions, the four step outputs; the reset mask's words and seed mode) and one in
 table (``vecsim._codegen.address_table``) of every other array: each ``# VIEWS OF <table>``
 line becomes one ``c_array_at``/``f_array_at`` view per array, in the table's row order, with
 the dtype and layout of the engine's arrays rendered in. Numba's dispatch unboxes an array
-argument at about 45 ns; a view built from an address costs nearly nothing.
+argument at about 45 ns; a view built from an address costs nearly nothing. A view of an
+array that shares no memory with the others is a ``c_distinct_array_at`` one, which lets LLVM
+put the serial kernel's step loop on SIMD lanes; the ``FIRST VIEW OF ... OVERLAPPING`` line
+checks the per-call array argument against them first (``vecsim._codegen.render_table_views``).
 
 Buffers (``N = num_envs``):
     actions   (N,) int64 or (N, d) float32
     obs       (N, obs_dim), the game's observation dtype
     rewards   (N,) float64 (float32 in precision="float32")
     term, trunc, needs_reset, has_final   (N,) bool each
+    needs_pad (8 * len(done_words),) bool: ``needs_reset`` zero-padded to whole 64-env words
+              (the step table holds it; the step kernel slices ``needs_reset`` from it and
+              views it as ``needs_u64``, so the three are known to share memory)
     was_done  (8 * len(done_words),) bool: ``needs_reset`` as the step began, zero-padded like
               ``needs_u64`` (only its first N flags are envs)
     final_obs like ``obs``: terminal observations in SAME_STEP mode
@@ -42,8 +48,9 @@ Buffers (``N = num_envs``):
 import numpy as np
 from numba import njit, prange
 
-from vecsim.jit import (MAX_ELAPSED as _MAX_ELAPSED, c_array_at, f_array_at, kernel_options, reset_and_write,
-                        step_and_write, step_run_and_write)
+from vecsim.jit import (MAX_ELAPSED as _MAX_ELAPSED, c_array_at, c_distinct_array_at, f_array_at,
+                        f_distinct_array_at, kernel_options, overlaps, reset_and_write, step_and_write,
+                        step_run_and_write)
 from vecsim.rng import seed_env
 from games._bits import ctz
 
@@ -55,7 +62,7 @@ OPTS_PARALLEL = kernel_options("PRECISION", True)
 PARALLEL_serial, PARALLEL_parallel = False, True  # the kernel's own kind, a compile-time constant
 
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
-OK, BAD_ACTION, FINISHED_ENV, ILLEGAL_ACTION = 0, 1, 2, 3
+OK, BAD_ACTION, FINISHED_ENV, ILLEGAL_ACTION, ALIASED_ARRAY = 0, 1, 2, 3, 4
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
 _GATHER_BITS = np.uint64(0x0102040810204080)  # byte j's bit 0 -> bit 56 + j
@@ -84,19 +91,27 @@ _step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
 
 @njit(**OPTS_MODE)
 def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, step_table):
-    """Step every env; returns (status, value). status is OK, BAD_ACTION, FINISHED_ENV or
-    ILLEGAL_ACTION; value is the offending env's index, or with OK in NO_RESET mode the number
-    of envs that finished (their bits are in ``done_words``).
+    """Step every env; returns (status, value). status is OK, BAD_ACTION, FINISHED_ENV,
+    ILLEGAL_ACTION or ALIASED_ARRAY; value is the offending env's index (with ALIASED_ARRAY:
+    the row of the table whose array shares memory with ``actions``; nothing was stepped), or
+    with OK in NO_RESET mode the number of envs that finished (their bits are in ``done_words``).
 
     The step loop has no reset branch: envs are stepped in one branch-free pass and the few
     that must reset are fixed up in a later pass, so it vectorises. LLVM vectorises it only
-    with a run-time overlap check of every array it touches (Numba marks no argument
-    ``noalias``) and gives up on that check above a handful of arrays: keep the step loop's
-    own array accesses few (``was_done`` is written in the check pass for that reason;
-    tests/test_vectorised.py guards CartPole's loop).
+    if it can tell the arrays apart: the table's views are distinct
+    (``vecsim.jit.c_distinct_array_at``), and the overlap checks between the arguments it
+    touches (``obs``, ``rewards``, ``term``, ``trunc``, Box ``actions``) stay few enough to
+    make at run time. Keep the step loop's own array accesses few (``was_done`` is written in
+    the check pass for that reason; tests/test_vectorised.py guards the serial and parallel
+    loops of CartPole, Pendulum and the MountainCars).
     """
-    # VIEWS OF step_table: needs_reset, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, needs_u64, STATE_ARGS
+    # VIEWS OF step_table: needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS
+    # aliased = FIRST VIEW OF step_table OVERLAPPING actions
+    if aliased >= 0:
+        return ALIASED_ARRAY, aliased
     n = elapsed.shape[0]
+    needs_reset = needs_pad[:n]
+    needs_u64 = needs_pad.view(np.uint64)
     # Checks run serially: a parallel reduction would need NRT allocation (kernels have none),
     # and a counting loop without early exit vectorises anyway.
     nbad = 0
@@ -213,12 +228,16 @@ def step_MODE(mode, max_steps, actions, obs, rewards, term, trunc, step_table):
 
 @njit(**OPTS_MODE)
 def reset_MODE(words, seed_mode, seed, reset_table):
-    """Reset the envs whose bit is set in ``words``.
+    """Reset the envs whose bit is set in ``words``; returns -1, or without resetting any env
+    the row of the table whose array shares memory with ``words``.
 
     seed_mode 0: continue each env's stream; 1: env i gets seed ``seed + i``;
     2: env i gets ``seeds[i]`` where that is >= 0 and continues its stream otherwise.
     """
     # VIEWS OF reset_table: seeds, obs, rewards, term, trunc, needs_reset, has_final, elapsed, rng, P, events, masks, STATE_ARGS
+    # aliased = FIRST VIEW OF reset_table OVERLAPPING words
+    if aliased >= 0:
+        return aliased
     # Over words, then over their set bits only: a sparse mask (a few finished envs) costs
     # one test per 64 envs and no unpredictable branch per env.
     n = elapsed.shape[0]
@@ -236,6 +255,7 @@ def reset_MODE(words, seed_mode, seed, reset_table):
                 seed_env(rng, i, seeds[i])
             _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks,
                              obs, np.bool_(False))
+    return -1
 
 
 @njit(**OPTS_MODE)

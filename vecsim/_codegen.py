@@ -236,33 +236,67 @@ def address_table(arrays) -> np.ndarray:
     return table
 
 
-def table_specs(arrays) -> tuple:
-    """``(dtype name, ndim, layout)`` of each of ``arrays``: what a kernel must know at compile
-    time to rebuild them from an ``address_table`` (C layout where an array is both)."""
-    return tuple((a.dtype.name, a.ndim, "C" if a.flags.c_contiguous else "F") for a in arrays)
+def table_specs(arrays, others=()) -> tuple:
+    """``(dtype name, ndim, layout, distinct)`` of each of ``arrays``: what a kernel must know
+    at compile time to rebuild them from an ``address_table`` (C layout where an array is
+    both). ``distinct``: the array shares no memory with another of ``arrays`` or with
+    ``others`` (the kernel's fixed array arguments), so its view may promise LLVM no overlap
+    (``vecsim.jit.c_distinct_array_at``)."""
+    arrays = list(arrays)
+    specs = []
+    for k, a in enumerate(arrays):
+        rest = arrays[:k] + arrays[k + 1:] + list(others)
+        distinct = not any(np.may_share_memory(a, b) for b in rest)
+        specs.append((a.dtype.name, a.ndim, "C" if a.flags.c_contiguous else "F", distinct))
+    return tuple(specs)
 
 
 _TABLE_VIEWS = re.compile(r"^( *)# VIEWS OF (\w+): (.*)$", re.M)
+_TABLE_OVERLAPS = re.compile(r"^( *)# (\w+) = FIRST VIEW OF (\w+) OVERLAPPING (\w+)$", re.M)
+
+
+def _table_names(table: str, names: list, tables: dict) -> list:
+    specs = tables.get(table)
+    if specs is None or len(specs) != len(names):
+        raise ValueError(f"table {table!r} has {names} ({len(names)} arrays) but specs for "
+                         f"{'none' if specs is None else len(specs)}")
+    return specs
 
 
 def render_table_views(text: str, tables: dict) -> str:
     """``text`` with each line ``# VIEWS OF <table>: <name>, <name>, ...`` replaced by one
     assignment a name, rebuilding the array from its row of the address table ``<table>``
-    (``tables[<table>]``: the arrays' ``table_specs``, row by row)."""
+    (``tables[<table>]``: the arrays' ``table_specs``, row by row), and each line
+    ``# <var> = FIRST VIEW OF <table> OVERLAPPING <array>`` (after that table's views) by
+    code setting ``<var>`` to the row of the first distinct view that shares memory with
+    ``<array>`` (a per-call argument), or -1: the check a kernel makes before it touches
+    either, since LLVM compiles it on the promise that they share none."""
+    names_of = {}
 
     def views(match):
         indent, table, names = match.group(1), match.group(2), [n.strip() for n in match.group(3).split(",")]
-        specs = tables.get(table)
-        if specs is None or len(specs) != len(names):
-            raise ValueError(f"table {table!r} has {names} ({len(names)} arrays) but specs for "
-                             f"{'none' if specs is None else len(specs)}")
+        specs = _table_names(table, names, tables)
+        names_of[table] = names
         lines = []
-        for k, (name, (dtype, ndim, layout)) in enumerate(zip(names, specs)):
+        for k, (name, (dtype, ndim, layout, distinct)) in enumerate(zip(names, specs)):
             shape = ", ".join(f"{table}[{k}, {d + 1}]" for d in range(ndim)) + ("," if ndim == 1 else "")
-            lines.append(f"{indent}{name} = {layout.lower()}_array_at({table}[{k}, 0], ({shape}), np.{dtype})")
+            kind = "distinct_array_at" if distinct else "array_at"
+            lines.append(f"{indent}{name} = {layout.lower()}_{kind}({table}[{k}, 0], ({shape}), np.{dtype})")
         return "\n".join(lines)
 
-    return _TABLE_VIEWS.sub(views, text)
+    def overlaps(match):
+        indent, var, table, arg = match.groups()
+        if table not in names_of:
+            raise ValueError(f"an overlap check of {arg!r} comes before the views of table {table!r}")
+        lines = [f"{indent}{var} = -1"]
+        for k, (name, spec) in reversed(list(enumerate(zip(names_of[table], tables[table])))):
+            if spec[3]:
+                lines.append(f"{indent}if overlaps({arg}, {name}):")
+                lines.append(f"{indent}    {var} = {k}")
+        return "\n".join(lines)
+
+    text = _TABLE_VIEWS.sub(views, text)
+    return _TABLE_OVERLAPS.sub(overlaps, text)
 
 
 def load_collect_kernel(game: GameSpec, precision: str, policy, functions=()):

@@ -23,7 +23,7 @@ from vecsim.rng import MAX_SEED
 from vecsim.step_result import StepResult
 
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
-_OK, _BAD_ACTION, _FINISHED_ENV, _ILLEGAL_ACTION = 0, 1, 2, 3
+_OK, _BAD_ACTION, _FINISHED_ENV, _ILLEGAL_ACTION, _ALIASED_ARRAY = 0, 1, 2, 3, 4
 PRECISIONS = ("float64", "float32")
 #: Largest ``max_episode_steps``: the per-env step counter is int32.
 MAX_EPISODE_STEPS = 2**31 - 1
@@ -303,14 +303,19 @@ class Engine:
         # and the four outputs; the mask's words and the seed mode) and rebuild every other
         # array from a table of addresses (vecsim._codegen.address_table): Numba unboxes each
         # array argument from Python at about 45 ns. These tuples keep the arrays alive.
-        self._step_arrays = (self.needs_reset, self.has_final, self.final_obs, self.elapsed, self.rng, P,
-                             self.events, self.masks, self._was_pad, self._acts32, self._done_mask.words,
-                             self._needs_pad.view(np.uint64)) + state
+        self._step_arrays = (self._needs_pad, self.has_final, self.final_obs, self.elapsed, self.rng, P,
+                             self.events, self.masks, self._was_pad, self._acts32, self._done_mask.words) + state
         self._reset_arrays = (self._seeds, self.obs, self.rewards, self.terminals, self.truncations,
                               self.needs_reset, self.has_final, self.elapsed, self.rng, P, self.events,
                               self.masks) + state
+        fields = tuple(f"state.{name}" for name in game.state_cls._fields)
+        self._step_names = ("needs_reset", "has_final", "final_obs", "elapsed", "rng", "params", "events", "masks",
+                            "was_done", "acts32", "done_words") + fields
+        self._reset_names = ("seeds", "obs", "rewards", "terminals", "truncations", "needs_reset", "has_final",
+                             "elapsed", "rng", "params", "events", "masks") + fields
+        outputs = (self.obs, self.rewards, self.terminals, self.truncations)
         kernels = load_kernels(game, precision, self._discrete, self.kernel_functions,
-                               tables={"step_table": table_specs(self._step_arrays),
+                               tables={"step_table": table_specs(self._step_arrays, outputs),
                                        "reset_table": table_specs(self._reset_arrays)})
         if parallel == "auto":
             threshold = parallel_min_envs(game, n, precision, numba.get_num_threads())
@@ -449,6 +454,9 @@ class Engine:
         if status == _ILLEGAL_ACTION:
             raise ValueError(f"actions[{index}] = {actions[index].tolist()!r} is not a legal action for env {index} "
                              f"(its action mask is False there; see action_masks()); nothing was stepped")
+        if status == _ALIASED_ARRAY:
+            raise ValueError(f"actions share memory with this engine's own {self._step_names[index]} array; "
+                             f"pass a separate array (nothing was stepped)")
         if status == _FINISHED_ENV:
             raise ValueError(f"env {index} finished its episode (terminated={bool(self.terminals[index])}, "
                              f"truncated={bool(self.truncations[index])}); reset it with reset_envs before stepping it")
@@ -522,7 +530,7 @@ class Engine:
         self._check_open()
         mode, base = self._seed_args(seed)
         self._forget_done()
-        self._reset_kernel(self._all_words, mode, base, self._reset_table)
+        self._check_reset(self._reset_kernel(self._all_words, mode, base, self._reset_table))
         self._detached = None
         self._has_reset = True
         return self.obs
@@ -541,15 +549,21 @@ class Engine:
             # The operant loop (step_no_reset, then reset_envs(result.to_reset_mask())): the mask
             # the step kernel packed and counted, each env continuing its stream. Nothing to
             # check or convert; what the general path below would do, minus its Python.
-            self._reset_envs_kernel(mask)(mask.words, 0, 0, self._reset_table)
+            self._reset_envs_kernel(mask)(mask.words, 0, 0, self._reset_table)  # the engine's own words
             return self.obs
         words = self._words_of(mask)
         mode, base = self._seed_args(seed)
         self._attach_outputs()
-        self._reset_envs_kernel(mask)(words, mode, base, self._reset_table)
+        self._check_reset(self._reset_envs_kernel(mask)(words, mode, base, self._reset_table))
         if not self._has_reset:
             self._has_reset = bool(np.array_equal(words, self._all_words))
         return self.obs
+
+    def _check_reset(self, aliased: int) -> None:
+        """Raise for a reset kernel that declined a mask sharing memory with the engine's arrays."""
+        if aliased >= 0:
+            raise ValueError(f"the reset mask's words share memory with this engine's own "
+                             f"{self._reset_names[aliased]} array; pass a separate mask (nothing was reset)")
 
     def _reset_envs_kernel(self, mask):
         """The reset kernel for ``reset_envs`` of a checked ``mask``: the serial one unless
