@@ -5,7 +5,8 @@ of ``runner.step()``, with random actions drawn ahead of time (sampling is not t
 Builders make runners for vecsim (``VecsimVectorEnv.step`` and ``Engine.step_no_reset``)
 and for the references it is compared with: Gymnasium's own vector env where the id has a
 ``vector_entry_point`` (``CartPoleVectorEnv``), Gymnasium's ``SyncVectorEnv`` over the
-single env, and EnvPool when it is installed. ``steps_per_second`` times a runner with
+single env, EnvPool and operant when they are installed (operant also in another Python:
+``OperantProcess``). ``steps_per_second`` times a runner with
 ``time.perf_counter``: warm-up first, then the best of a few repeats.
 
 Games with action masks (Tetris-v0 in its ``drop`` and ``reach`` modes) reject illegal
@@ -38,7 +39,12 @@ VECSIM_NO_RESET = "vecsim step_no_reset"
 GYM_VECTOR = "gymnasium vector"
 GYM_SYNC = "gymnasium sync"
 ENVPOOL = "envpool"
-IMPLEMENTATIONS = (VECSIM_STEP, VECSIM_NO_RESET, GYM_VECTOR, GYM_SYNC, ENVPOOL)
+OPERANT = "operant"
+IMPLEMENTATIONS = (VECSIM_STEP, VECSIM_NO_RESET, GYM_VECTOR, GYM_SYNC, ENVPOOL, OPERANT)
+#: operant's vector envs, by the id of the Gymnasium env each follows (its float32 SIMD
+#: kernels; one worker thread, operant's default).
+OPERANT_ENVS = {"CartPole-v1": "CartPoleVecEnv", "MountainCar-v0": "MountainCarVecEnv",
+                "Pendulum-v1": "PendulumVecEnv"}
 
 _N_ACTION_BATCHES = 8
 
@@ -247,6 +253,211 @@ def envpool_runner(game_id: str, num_envs: int, seed: int = 0) -> Runner | None:
     return Runner(ENVPOOL, game_id, num_envs, lambda: env.step(next(actions)), env.close)
 
 
+def operant_available() -> bool:
+    """Whether ``import operant`` works in this interpreter."""
+    try:
+        import operant  # noqa: F401
+    except Exception:  # an ImportError, or a wheel built for another Python
+        return False
+    return True
+
+
+def operant_env_runner(env_id: str, num_envs: int, seed: int = 0) -> Runner | None:
+    """operant's vector env for the Gymnasium id ``env_id`` (``OPERANT_ENVS``), or ``None``.
+
+    Needs only NumPy and operant, not vecsim: ``serve_operant`` runs it in another Python
+    (operant's only Linux wheel is built for CPython 3.8). Actions: random batches drawn
+    ahead of time, int32 for its Discrete envs and float32 ``(num_envs,)`` for its Box ones,
+    the dtypes its step takes. operant resets a finished env inside ``step``.
+    """
+    if env_id not in OPERANT_ENVS or not operant_available():
+        return None
+    import operant.envs
+
+    env = getattr(operant.envs, OPERANT_ENVS[env_id])(num_envs)
+    env.reset(seed=seed)
+    space = env.single_action_space
+    rng = np.random.default_rng(seed)
+    if hasattr(space, "n"):
+        batches = [rng.integers(0, space.n, num_envs, dtype=np.int32) for _ in range(_N_ACTION_BATCHES)]
+    else:
+        low, high = float(np.min(space.low)), float(np.max(space.high))
+        batches = [rng.uniform(low, high, num_envs).astype(np.float32) for _ in range(_N_ACTION_BATCHES)]
+    actions = itertools.cycle(batches)
+    return Runner(OPERANT, env_id, num_envs, lambda: env.step(next(actions)), env.close)
+
+
+def operant_runner(game_id: str, num_envs: int, seed: int = 0) -> Runner | None:
+    """operant's version of a vecsim game's reference env, in this interpreter, or ``None``."""
+    ref = reference_id(game_id)
+    return None if ref is None else operant_env_runner(ref, num_envs, seed)
+
+
+def serve_operant(stdin=None, stdout=None) -> None:
+    """The loop of an operant measuring process (``OperantProcess``), in any Python >= 3.8
+    with NumPy and operant: first a line of JSON with the versions it runs, then for each
+    request line ``{"env": id, "num_envs": n, "seconds": s, "repeats": r}`` one answer line,
+    ``{"steps_per_s": rate}`` (``null`` where operant has no such env) or ``{"error": text}``."""
+    import json
+    import platform
+    import sys
+
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+
+    def send(obj):
+        stdout.write(json.dumps(obj) + "\n")
+        stdout.flush()
+
+    here = None
+    try:
+        here = OperantHere() if operant_available() else None
+        hello = dict(here.versions) if here else {"operant": None}
+    except Exception as exc:  # a broken operant install: say so rather than die silently
+        hello = {"operant": None, "error": repr(exc)}
+    hello.setdefault("python", platform.python_version())
+    hello.setdefault("numpy", np.__version__)
+    send(hello)
+    for line in stdin:
+        try:
+            request = json.loads(line)
+            rate = None if here is None else here.measure(request["env"], int(request["num_envs"]),
+                                                          float(request["seconds"]), int(request["repeats"]))
+            send({"steps_per_s": rate})
+        except Exception as exc:
+            send({"error": f"{type(exc).__name__}: {exc}"})
+
+
+_SERVE = ("import importlib.util, sys; "
+          "spec = importlib.util.spec_from_file_location('vecsim_bench_worker', sys.argv[1]); "
+          "mod = importlib.util.module_from_spec(spec); sys.modules[spec.name] = mod; "
+          "spec.loader.exec_module(mod); mod.serve_operant()")
+
+
+class OperantProcess:
+    """operant measured in another Python, ``python``: one long-lived process running
+    ``serve_operant`` from this file (it needs NumPy and operant there, not vecsim), asked for
+    one cell at a time, so its cells interleave with vecsim's in one run.
+
+    Raises ``RuntimeError`` naming ``python`` if it cannot start it or operant does not
+    import there. ``versions``: what it runs (Python, NumPy, operant).
+    """
+
+    def __init__(self, python: str, timeout: float = 120.0):
+        import json
+        import subprocess
+
+        self.python = python
+        self.timeout = timeout
+        try:
+            self._proc = subprocess.Popen([python, "-c", _SERVE, __file__], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+        except OSError as exc:
+            raise RuntimeError(f"cannot run the operant Python {python!r}: {exc}") from None
+        hello = self._read()
+        if hello is None:
+            self._proc.kill()
+            err = self._proc.stderr.read().strip().splitlines()
+            raise RuntimeError(f"the operant Python {python!r} exited before it answered"
+                               + (f": {err[-1]}" if err else ""))
+        self.versions = json.loads(hello)
+        if not self.versions.get("operant"):
+            self.close()
+            raise RuntimeError(f"operant does not import in {python!r} ({self.versions})")
+
+    def _read(self) -> str | None:
+        import threading
+
+        box = []
+        reader = threading.Thread(target=lambda: box.append(self._proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(self.timeout)
+        if reader.is_alive():
+            self._proc.kill()
+            raise RuntimeError(f"the operant Python {self.python!r} gave no answer in {self.timeout:g} s")
+        return box[0] or None
+
+    def measure(self, env_id: str, num_envs: int, seconds: float = 1.0, repeats: int = 3) -> float | None:
+        """Steps per second of operant's ``env_id`` at ``num_envs`` (``None``: no such env)."""
+        import json
+
+        if self._proc.poll() is not None:
+            raise RuntimeError(f"the operant Python {self.python!r} has exited")
+        self._proc.stdin.write(json.dumps({"env": env_id, "num_envs": num_envs, "seconds": seconds,
+                                           "repeats": repeats}) + "\n")
+        self._proc.stdin.flush()
+        line = self._read()
+        if line is None:
+            raise RuntimeError(f"the operant Python {self.python!r} exited while measuring {env_id}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"operant failed on {env_id} with {num_envs} envs: {answer['error']}")
+        return answer["steps_per_s"]
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(10)
+            except Exception:
+                self._proc.kill()
+        for stream in (self._proc.stdout, self._proc.stderr):
+            stream.close()
+
+    def __enter__(self) -> OperantProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class OperantHere:
+    """operant measured in this Python (where it imports), with ``OperantProcess``'s methods."""
+
+    python = None
+
+    def __init__(self):
+        import platform
+        from importlib.metadata import version
+
+        self.versions = {"python": platform.python_version(), "numpy": np.__version__,
+                         "operant": version("operant")}
+
+    def measure(self, env_id: str, num_envs: int, seconds: float = 1.0, repeats: int = 3) -> float | None:
+        """Steps per second of operant's ``env_id`` at ``num_envs`` (``None``: no such env)."""
+        runner = operant_env_runner(env_id, num_envs)
+        if runner is None:
+            return None
+        with runner:
+            return steps_per_second(runner.step, num_envs, seconds, repeats)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> OperantHere:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+#: The environment variable naming a Python to measure operant in (``open_operant``).
+OPERANT_PYTHON_VAR = "VECSIM_OPERANT_PYTHON"
+
+
+def open_operant(python: str | None = None):
+    """operant to measure beside vecsim: an ``OperantProcess`` in ``python`` (default: the
+    ``VECSIM_OPERANT_PYTHON`` environment variable), else ``OperantHere`` where operant
+    imports in this Python, else ``None``. A Python that was named but cannot run operant
+    raises ``RuntimeError``: it was asked for, so leaving it out quietly would mislead."""
+    import os
+
+    python = python or os.environ.get(OPERANT_PYTHON_VAR) or None
+    if python:
+        return OperantProcess(python)
+    return OperantHere() if operant_available() else None
+
+
 def make_runner(impl: str, game_id: str, num_envs: int, precision: str = "float64") -> Runner | None:
     """The runner of ``impl`` for a game and batch size, or ``None`` where it does not apply."""
     if impl == VECSIM_STEP:
@@ -259,6 +470,8 @@ def make_runner(impl: str, game_id: str, num_envs: int, precision: str = "float6
         return gymnasium_sync_runner(game_id, num_envs) if num_envs <= SYNC_MAX_ENVS else None
     if impl == ENVPOOL:
         return envpool_runner(game_id, num_envs)
+    if impl == OPERANT:
+        return operant_runner(game_id, num_envs)
     raise ValueError(f"impl must be one of {IMPLEMENTATIONS}, but got impl={impl!r}")
 
 

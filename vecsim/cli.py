@@ -464,6 +464,14 @@ def _tetris_versions() -> dict:
     return found
 
 
+def _operant_peer(python):
+    """``bench.open_operant(python)``, its error as the command's."""
+    try:
+        return bench.open_operant(python)
+    except RuntimeError as exc:
+        raise SystemExit(f"vecsim bench: {exc}") from None
+
+
 def cmd_bench(args) -> int:
     games = _game_list(args.games)
     # Tetris-v0 has its own table: steps/s per action mode, against tetris-gymnasium's JAX env.
@@ -472,7 +480,9 @@ def cmd_bench(args) -> int:
     precisions = list(dict.fromkeys(args.precision))
     with_envpool = bench.envpool_available()
     with_peer = bool(tetris) and bench.tetris_gymnasium_available()
-    baselines = [bench.GYM_VECTOR, bench.GYM_SYNC] + ([bench.ENVPOOL] if with_envpool else [])
+    operant = _operant_peer(args.operant_python) if games else None
+    baselines = ([bench.GYM_VECTOR, bench.GYM_SYNC] + ([bench.ENVPOOL] if with_envpool else [])
+                 + ([bench.OPERANT] if operant else []))
     tasks = []
     for game_id in games:
         for n in args.num_envs:
@@ -493,11 +503,19 @@ def cmd_bench(args) -> int:
         _warmup_timed(game_id)
         progress.advance()
     results = {}
-    for game_id, n, impl, precision in tasks:
-        progress.show(f"{_short(game_id)} num_envs={n} {impl}" + (f" {precision}" if precision else ""))
-        results[game_id, n, impl, precision] = bench.measure(impl, game_id, n, precision or "float64",
-                                                             args.seconds, args.repeats)
-        progress.advance()
+    try:
+        for game_id, n, impl, precision in tasks:
+            progress.show(f"{_short(game_id)} num_envs={n} {impl}" + (f" {precision}" if precision else ""))
+            if impl == bench.OPERANT:
+                ref = bench.reference_id(game_id)
+                rate = None if ref is None else operant.measure(ref, n, args.seconds, args.repeats)
+            else:
+                rate = bench.measure(impl, game_id, n, precision or "float64", args.seconds, args.repeats)
+            results[game_id, n, impl, precision] = rate
+            progress.advance()
+    finally:
+        if operant:
+            operant.close()
     for game_id, n, impl in tetris_tasks:
         progress.show(f"{_short(game_id)} num_envs={n} {impl}")
         results[_tetris_key(impl, n, game_id)] = bench.measure_tetris(impl, n, args.seconds, args.repeats)
@@ -507,17 +525,20 @@ def cmd_bench(args) -> int:
     if games:
         header = ["game", "num_envs", "precision", "vecsim step", "step_no_reset", "gym vector", "gym sync"]
         header += ["envpool"] if with_envpool else []
-        header += ["x vs gymnasium"]
+        header += ["operant"] if operant else []
+        header += ["x vs gymnasium"] + (["x no_reset vs operant"] if operant else [])
         rows = []
         for game_id in games:
             for n in args.num_envs:
                 base = [results[game_id, n, impl, None] for impl in baselines]
                 gym = [v for v in base[:2] if v is not None]
+                theirs = results[game_id, n, bench.OPERANT, None] if operant else None
                 for precision in precisions:
                     ours = results[game_id, n, bench.VECSIM_STEP, precision]
-                    rows.append([_short(game_id), n, precision, bench.format_rate(ours),
-                                 bench.format_rate(results[game_id, n, bench.VECSIM_NO_RESET, precision])]
-                                + [bench.format_rate(v) for v in base] + [_ratio(ours, gym)])
+                    no_reset = results[game_id, n, bench.VECSIM_NO_RESET, precision]
+                    rows.append([_short(game_id), n, precision, bench.format_rate(ours), bench.format_rate(no_reset)]
+                                + [bench.format_rate(v) for v in base] + [_ratio(ours, gym)]
+                                + ([_ratio(no_reset, [theirs] if theirs else [])] if operant else []))
         print(bench.format_table(header, rows))
         print(f"\nenv steps per second (a step of N envs counts N), best of {args.repeats} repeats in about "
               f"{args.seconds:g} s per cell; random actions.\n"
@@ -527,6 +548,15 @@ def cmd_bench(args) -> int:
               f"x vs gymnasium = vecsim step / the fastest Gymnasium implementation at the same num_envs.")
         if not with_envpool:
             print("EnvPool: not installed, left out.")
+        if operant:
+            where = (f"in Python {operant.versions['python']} ({operant.python}), numpy {operant.versions['numpy']}"
+                     if operant.python else "in this Python")
+            print(f"operant = operant {operant.versions['operant']}'s vector env .step (float32 SIMD, one "
+                  f"worker thread, its own autoreset), {where}; for CartPole, MountainCar and Pendulum only.\n"
+                  f"x no_reset vs operant = vecsim step_no_reset / operant at the same num_envs.")
+        else:
+            print("operant: not installed, left out (on Linux, --operant-python with a CPython 3.8 that has it: "
+                  "see the README).")
     if tetris:
         if games:
             print()
@@ -538,6 +568,8 @@ def cmd_bench(args) -> int:
                               for (g, n, impl, p), v in results.items()]}
         if tetris:
             record["tetris_gymnasium"] = _tetris_versions()
+        if operant:
+            record["operant"] = dict(operant.versions, python_path=operant.python)
         with open(args.json, "w") as f:
             json.dump(record, f, indent=1)
         print(f"results written to {args.json}")
@@ -627,7 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     c.set_defaults(func=cmd_calibrate)
 
-    b = sub.add_parser("bench", help="steps/s of vecsim against Gymnasium (and EnvPool when installed); "
+    b = sub.add_parser("bench", help="steps/s of vecsim against Gymnasium (and EnvPool and operant when installed); "
                                      "Tetris-v0 per action mode against tetris-gymnasium's JAX env")
     b.add_argument("--games", nargs="+", help="game ids (default: every game)")
     b.add_argument("--num-envs", type=_positive_int, nargs="+", default=list(bench.NUM_ENVS),
@@ -637,6 +669,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=_positive_int, default=3, help="repeats, the best counts (default: %(default)s)")
     b.add_argument("--precision", nargs="+", choices=("float64", "float32"), default=["float64", "float32"])
     b.add_argument("--json", help="also write the results to this JSON file")
+    b.add_argument("--operant-python", metavar="PYTHON",
+                   help="measure operant in this Python (one with numpy and operant installed; on Linux operant's "
+                        "only wheel is for CPython 3.8), side by side with vecsim; default: $VECSIM_OPERANT_PYTHON, "
+                        "else operant in this Python if it imports")
     b.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     b.set_defaults(func=cmd_bench)
     return parser
