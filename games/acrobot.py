@@ -55,7 +55,7 @@ REWARD_THRESHOLD = -100.0
 OBS_ORDER = "F"
 EVENTS = ()
 HAS_ACTION_MASK = False
-PARALLEL_MIN_ENVS = 48  # measured crossover of the serial and parallel kernels on 2 cores (on one thread: serial)
+PARALLEL_MIN_ENVS = 32  # measured crossover of the serial and parallel kernels on 2 cores (on one thread: serial)
 STEP_USES_RNG = False  # step_env draws nothing and touches only env i
 WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
 # Its RK4 step is too large for LLVM to inline into a loop over envs, so the loop never

@@ -54,9 +54,10 @@ REWARD_THRESHOLD = -110.0
 OBS_ORDER = "F"
 EVENTS = ()
 HAS_ACTION_MASK = False
-# Measured crossovers of the serial and parallel kernels on 2 cores (two runs, 2026-11-22): the
-# serial float32 kernel vectorises too and steps 4096 envs in 5 us, so threads pay off only beyond.
-PARALLEL_MIN_ENVS = {"float64": 1024, "float32": 16384}
+# Measured crossovers of the serial and parallel kernels on 2 cores (`vecsim calibrate`,
+# 2026-11-22): the serial float32 kernel vectorises and steps 4096 envs in about 5 us, so threads
+# pay off only beyond (1.12x at 8192 envs, 1.30x at 16384).
+PARALLEL_MIN_ENVS = {"float64": 512, "float32": 8192}
 STEP_USES_RNG = False  # step_env draws nothing and touches only env i
 WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
 RENDER_FPS = 30

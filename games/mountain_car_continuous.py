@@ -69,9 +69,10 @@ REWARD_THRESHOLD = 90.0
 OBS_ORDER = "F"
 EVENTS = ()
 HAS_ACTION_MASK = False
-# Measured crossovers of the serial and parallel kernels on 2 cores (two runs, 2026-11-22): the
-# serial float32 kernel vectorises too (20 us for 4096 envs), and two threads won by 6% at most.
-PARALLEL_MIN_ENVS = {"float64": 1024, "float32": 16384}
+# Measured crossovers of the serial and parallel kernels on 2 cores (`vecsim calibrate`, two
+# runs, 2026-11-22: 128 and 512 envs in float64). The serial float32 kernel vectorises too, and
+# two threads won by 6% at most; parallel from 16384, where more cores than two win clearly.
+PARALLEL_MIN_ENVS = {"float64": 512, "float32": 16384}
 STEP_USES_RNG = False  # step_env draws nothing and touches only env i
 WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
 RENDER_FPS = 30

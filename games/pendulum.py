@@ -58,12 +58,14 @@ REWARD_THRESHOLD = None
 OBS_ORDER = "F"
 EVENTS = ()
 HAS_ACTION_MASK = False
-# Measured crossovers of the serial and parallel kernels on 2 cores (two runs, 2026-11-22; where
-# two threads only tied, serial): the libm calls of float64 make 128 envs worth two threads (1.4x).
-# On one thread only the float32 step loop vectorises in the parallel kernel (4x at 16384 envs);
-# the float64 one vectorises in neither.
-PARALLEL_MIN_ENVS = {"float64": 128, "float32": 384}
-ONE_THREAD_PARALLEL_MIN_ENVS = {"float64": None, "float32": 256}
+# Measured crossovers of the serial and parallel kernels on 2 cores (`vecsim calibrate`, two
+# runs, 2026-11-22): the libm calls of float64 make 64 envs worth two threads (1.3x). The
+# vectorised float32 step ties two threads up to 16384 envs (1.06x there): parallel from 16384,
+# where more cores than two win clearly. On one thread: serial.
+PARALLEL_MIN_ENVS = {"float64": 64, "float32": 16384}
+# The episode collector's serial step is scalar: the sizes measured for the engine when its
+# serial step loop was scalar too.
+COLLECT_PARALLEL_MIN_ENVS = {"float64": 128, "float32": 384}
 STEP_USES_RNG = False  # step_env draws nothing and touches only env i
 WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
 RENDER_FPS = 30

@@ -176,13 +176,19 @@ def test_no_warning_without_a_file(calibration_file):
 
 
 def test_the_collector_follows_the_calibrated_size(calibration_file):
-    _write(calibration_file, {"games.cartpole": {"float64": 20}})
-    with vecsim.EpisodeCollector("CartPole-v1", 32, 4, "random", seed=0) as collector:
+    # Acrobot declares no sizes of the collector's own: it follows the engine's, calibrated.
+    _write(calibration_file, {"games.acrobot": {"float64": 20}})
+    with vecsim.EpisodeCollector("Acrobot-v1", 32, 4, "random", seed=0) as collector:
         assert collector._parallel_min == 20
     # Never, for slots beyond the game's own size (below it, serial either way).
-    _write(calibration_file, {"games.cartpole": {"float64": None}})
-    with vecsim.EpisodeCollector("CartPole-v1", 1024, 4, "random", seed=0) as collector:
+    _write(calibration_file, {"games.acrobot": {"float64": None}})
+    with vecsim.EpisodeCollector("Acrobot-v1", 1024, 4, "random", seed=0) as collector:
         assert collector._parallel_min == sys.maxsize
+    # CartPole's collector has sizes of its own (COLLECT_PARALLEL_MIN_ENVS): a calibration
+    # times the engine's kernels, not the collector's.
+    _write(calibration_file, {"games.cartpole": {"float64": 20}})
+    with vecsim.EpisodeCollector("CartPole-v1", 32, 4, "random", seed=0) as collector:
+        assert collector._parallel_min == 256
 
 
 @pytest.mark.slow
@@ -197,9 +203,9 @@ def test_the_collector_looks_up_its_own_thread_count(calibration_file, tmp_path)
             f"path = pathlib.Path({str(tmp_path / 'three.json')!r})\n"
             "calibration.calibration_path = lambda: path\n"
             "key = calibration.machine_key()\n"
-            "layers = {vecsim.jit.threading_layer(): {'games': {'games.cartpole': {'float64': 24}}}}\n"
+            "layers = {vecsim.jit.threading_layer(): {'games': {'games.acrobot': {'float64': 24}}}}\n"
             "path.write_text(json.dumps({'version': 1, 'machines': {key: {'layers': layers}}}))\n"
-            "with vecsim.EpisodeCollector('CartPole-v1', 32, 4, 'random', seed=0) as c:\n"
+            "with vecsim.EpisodeCollector('Acrobot-v1', 32, 4, 'random', seed=0) as c:\n"
             "    print(key, '|', c._parallel_min)\n")
     env = {**os.environ, "VECSIM_CALIBRATION": "1", "NUMBA_NUM_THREADS": "3"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)

@@ -84,13 +84,22 @@ def _game_with_thresholds(many, one):
 
 def test_parallel_thresholds_are_per_precision_and_thread_count(no_threshold_override):
     cartpole, pendulum, mountain_car = (vecsim.resolve(g) for g in ("CartPole-v1", "Pendulum-v1", "MountainCar-v0"))
-    assert parallel_min_envs(pendulum, 1, "float64", threads=2) == 128
-    assert parallel_min_envs(pendulum, 1, "float32", threads=2) == 384
-    # One thread: the parallel kernel only where its step loop vectorises and the serial one's does not.
-    assert parallel_min_envs(pendulum, 1, "float64", threads=1) is None
-    assert parallel_min_envs(pendulum, 1, "float32", threads=1) == 256
-    assert parallel_min_envs(cartpole, 1, "float32", threads=1) == 256
-    assert parallel_min_envs(mountain_car, 1, "float32", threads=1) is None
+    assert parallel_min_envs(pendulum, 1, "float64", threads=2) == 64
+    assert parallel_min_envs(pendulum, 1, "float32", threads=2) == 16384
+    assert parallel_min_envs(cartpole, 1, "float32", threads=2) == 8192
+    # One thread: the serial kernel, whose step loop vectorises as the parallel one's does.
+    for game in (cartpole, pendulum, mountain_car):
+        for precision in ("float64", "float32"):
+            assert parallel_min_envs(game, 1, precision, threads=1) is None
+
+
+def test_the_collector_has_its_own_thresholds_where_a_game_declares_them(no_threshold_override):
+    cartpole, tetris = vecsim.resolve("CartPole-v1"), vecsim.resolve("Tetris-v0")
+    assert parallel_min_envs(cartpole, 1, "float64", threads=2, collect=True) == 256
+    assert parallel_min_envs(cartpole, 1, "float32", threads=2, collect=True) == 384
+    assert parallel_min_envs(cartpole, 1, "float64", threads=2) == 1024
+    assert parallel_min_envs(tetris, 1, "float64", threads=2, collect=True) == 64  # none declared: the engine's
+    assert parallel_min_envs(cartpole, 1, "float64", threads=1, collect=True) is None
 
 
 def test_a_precision_left_out_of_a_threshold_dict_gets_the_default(no_threshold_override):
@@ -109,21 +118,19 @@ def test_malformed_game_thresholds_are_refused(no_threshold_override):
         parallel_min_envs(game, 1, "float64", threads=1)
 
 
-def test_one_thread_picks_the_parallel_kernel_where_it_vectorises():
-    # With NUMBA_NUM_THREADS=1 the serial kernel used to be picked at every size; CartPole's
-    # parallel kernel runs on the calling thread and vectorises its step loop (5x faster at
-    # 16384 envs in float32), MountainCar's serial float32 kernel vectorises as it is.
-    code = ("import numba, vecsim; print(numba.get_num_threads(), vecsim.jit.threading_layer() == 'workqueue', "
-            "vecsim.make('CartPole-v1', 255, precision='float32').parallel, "
-            "vecsim.make('CartPole-v1', 256, precision='float32').parallel, "
-            "vecsim.make('MountainCar-v0', 65536, precision='float32').parallel)")
+def test_one_thread_picks_the_serial_kernel_at_every_size():
+    # On one thread the parallel kernel runs on the calling thread: it used to win where only
+    # its step loop vectorised (CartPole float32, 5x at 16384 envs); now the serial one's does
+    # too, and it has no launch to pay.
+    code = ("import numba, vecsim; print(numba.get_num_threads(), "
+            "vecsim.make('CartPole-v1', 65536, precision='float32').parallel, "
+            "vecsim.make('Pendulum-v1', 65536, precision='float32').parallel, "
+            "vecsim.make('Tetris-v0', 4096).parallel)")
     env = {k: v for k, v in os.environ.items() if k != "VECSIM_PARALLEL_THRESHOLD"}
     proc = subprocess.run([sys.executable, "-c", code], cwd=pathlib.Path(__file__).resolve().parents[1],
                           env={**env, "NUMBA_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    threads, workqueue, below, at, mountain_car = proc.stdout.split()
-    assert threads == "1" and below == "False" and mountain_car == "False", proc.stdout
-    assert at == ("False" if workqueue == "True" else "True"), proc.stdout
+    assert proc.stdout.split() == ["1", "False", "False", "False"], proc.stdout
 
 
 def test_address_tables_hold_addresses_and_shapes_of_contiguous_arrays():

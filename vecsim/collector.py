@@ -265,8 +265,9 @@ class EpisodeCollector:
         Passed to ``vecsim.make`` (``precision``, game constants, ``max_episode_steps``, which
         defaults to ``None`` here: only ``max_steps`` cuts episodes). ``parallel``
         (``"auto"``, ``True``, ``False``) also chooses the collection kernels: ``"auto"`` runs
-        a step in parallel when at least the game's ``PARALLEL_MIN_ENVS`` slots (for the
-        engine's precision) are running and more than one Numba thread is available. Results
+        a step in parallel when at least the game's ``COLLECT_PARALLEL_MIN_ENVS`` (else its
+        ``PARALLEL_MIN_ENVS``) slots, for the engine's precision, are running and more than
+        one Numba thread is available. Results
         do not depend on it.
 
     Examples
@@ -317,7 +318,8 @@ class EpisodeCollector:
         self._parallel = parallel
         # Many-thread thresholds (a calibration's for this thread count where there is one): on
         # one thread these kernels stay serial (see _run).
-        threshold = parallel_min_envs(eng.game, w, eng.precision, threads=max(2, numba.get_num_threads()))
+        threshold = parallel_min_envs(eng.game, w, eng.precision, threads=max(2, numba.get_num_threads()),
+                                      collect=True)
         self._parallel_min = sys.maxsize if threshold is None else threshold
         self._ctl = np.zeros(kern.N_CTL, dtype=np.int64)
         self._job_of = np.full(w, -1, dtype=np.int64)

@@ -30,13 +30,16 @@ A game is a module (small game) or package (large game) under ``games/`` that de
     threads (default 512; a game with costly steps parallelises from smaller batches): an
     int, or a dict of ints by precision (``{"float64": 256, "float32": 1024}``; a precision
     left out gets the default), ``None`` for never.
+``COLLECT_PARALLEL_MIN_ENVS``
+    Optional, in the same forms: the same for the episode collector's step kernels, whose
+    serial loops do not vectorise (default: ``PARALLEL_MIN_ENVS``).
 ``ONE_THREAD_PARALLEL_MIN_ENVS``
     Optional, in the same forms: the same on a single Numba thread, where the parallel
-    kernel runs on the calling thread (default ``None``: the serial kernel). It wins there
-    only where its step loop vectorises and the serial kernel's does not: Numba marks the
-    arrays of a parallel loop's body ``noalias``, and without that LLVM gives up the
-    run-time overlap check a loop over many arrays needs (CartPole float32 at 16384 envs:
-    5x).
+    kernel runs on the calling thread (default ``None``: the serial kernel). It can win there
+    only where its step loop vectorises and the serial kernel's does not (Numba marks the
+    arrays of a parallel loop's body ``noalias``; the serial kernel's address-table views are
+    distinct only for arrays that share no memory). No game needs it since the serial step
+    loops vectorise too.
 ``observation_space(params)``, ``action_space(params)``
     Single-env Gymnasium spaces for scalar ``params``.
 ``check_params(values)``

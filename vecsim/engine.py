@@ -62,7 +62,7 @@ def _per_precision(value, precision: str, what: str, default):
 
 
 def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: str = "float64",
-                      threads: int | None = None, calibrated: bool = True) -> int | None:
+                      threads: int | None = None, calibrated: bool = True, collect: bool = False) -> int | None:
     """Batch size from which ``parallel="auto"`` picks the parallel kernel for ``game`` in
     ``precision`` when Numba runs ``threads`` threads (default: ``numba.get_num_threads()``),
     or ``None`` where the serial kernel always wins.
@@ -72,9 +72,14 @@ def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: st
     ``calibrated``; else, with two threads or more, the game's ``PARALLEL_MIN_ENVS`` and with
     one thread its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (both measured on the omp threading
     layer, an int or a dict by precision, ``None`` for never), times ``launch_factor()``. With
-    one thread the parallel kernel runs on the calling thread and wins only where its step
-    loop vectorises and the serial kernel's does not (Numba marks arrays ``noalias`` only in
-    a parallel loop's body).
+    one thread the parallel kernel runs on the calling thread and could win only where its
+    step loop vectorises and the serial kernel's does not (no game declares one since the
+    serial loops vectorise as well).
+
+    ``collect``: the size for the episode collector's step kernels instead, the game's
+    ``COLLECT_PARALLEL_MIN_ENVS`` where it declares one (their serial loops are scalar, so
+    threads pay off from smaller batches than for a vectorised engine step; a calibration,
+    which times the engine, is not used for them then), else as for the engine.
 
     Finding the threading layer may run a trivial parallel kernel (where none has run and
     Numba's threads are not started). A ``num_envs`` below every size that could apply (the
@@ -93,13 +98,18 @@ def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: st
     mod = game.module
     if threads is None:
         threads = numba.get_num_threads()
-    if threads > 1:
+    own_collect = collect and threads > 1 and hasattr(mod, "COLLECT_PARALLEL_MIN_ENVS")
+    if own_collect:
+        base = _per_precision(mod.COLLECT_PARALLEL_MIN_ENVS, precision, "COLLECT_PARALLEL_MIN_ENVS",
+                              DEFAULT_PARALLEL_MIN_ENVS)
+    elif threads > 1:
         base = _per_precision(getattr(mod, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS), precision,
                               "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS)
     else:
         base = _per_precision(getattr(mod, "ONE_THREAD_PARALLEL_MIN_ENVS", None), precision,
                               "ONE_THREAD_PARALLEL_MIN_ENVS", None)
-    by_layer = calibration.lookup(mod.__name__, precision, threads) if calibrated and hasattr(mod, "__name__") else {}
+    by_layer = (calibration.lookup(mod.__name__, precision, threads)
+                if calibrated and not own_collect and hasattr(mod, "__name__") else {})
     if by_layer:
         sizes = [size for size in [base, *by_layer.values()] if size is not None]
         if num_envs is not None and all(num_envs < size for size in sizes):
@@ -213,9 +223,9 @@ class Engine:
     parallel : {"auto", True, False}
         Use the parallel kernel (threads over envs) or the serial one. ``"auto"`` picks
         parallel from ``parallel_min_envs`` envs: the game's ``PARALLEL_MIN_ENVS`` (where a
-        thread's share of the work outweighs a launch, measured per game and precision), or
-        with a single Numba thread its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (where the parallel
-        kernel's vectorised step loop beats the serial one on the calling thread). Results are
+        thread's share of the work outweighs a launch, measured per game and precision; run
+        ``vecsim calibrate`` to measure them on your machine), or with a single Numba thread
+        its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (no game has one: serial). Results are
         identical either way.
     buffers : dict, optional
         Caller-owned output arrays, written in place (zero-copy into rollout storage):

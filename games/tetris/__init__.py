@@ -72,7 +72,6 @@ STEP_USES_RNG = True
 WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i] (hold and queue are the same for every env)
 PHYSICAL_STATE = ()
 PARALLEL_MIN_ENVS = 64  # measured: at 16 envs the serial kernel wins in primitive mode, at 256 parallel wins everywhere
-ONE_THREAD_PARALLEL_MIN_ENVS = 256  # on one thread the parallel kernel steps 256 to 4096 envs 1.1-1.2x faster (drop mode)
 ENVS_PER_CALL = 16  # the State's 22 arrays are passed once per 16 envs: 24% less time per env stepped (drop mode)
 RENDER_FPS = 30
 
