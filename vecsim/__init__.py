@@ -15,7 +15,7 @@ import numpy as np
 
 from vecsim.calibration import calibrate
 from vecsim.collector import EpisodeBatch, EpisodeCollector
-from vecsim.engine import Engine
+from vecsim.engine import NEXT_STEP, Engine
 from vecsim.registry import game_ids, register_all, resolve
 from vecsim.reset_mask import ResetMask
 from vecsim.step_result import StepResult
@@ -69,6 +69,8 @@ def warmup(game_id: str | None = None, precision: str = "float64", parallel: boo
             eng = make(gid, 2, precision=precision, parallel=par, **params)
             eng.reset(seed=0)
             eng.step(_first_legal(eng))
+            if eng.fresh_outputs_ok:  # VectorEnv.step with copy=True on large batches
+                eng.step_mode_fresh(NEXT_STEP, _first_legal(eng))
             eng.reset_envs(ResetMask.all(2))
             eng.step_no_reset(_first_legal(eng))
             eng.refresh()

@@ -313,19 +313,18 @@ class Engine:
         # and the four outputs; the mask's words and the seed mode) and rebuild every other
         # array from a table of addresses (vecsim._codegen.address_table): Numba unboxes each
         # array argument from Python at about 45 ns. These tuples keep the arrays alive.
-        self._step_arrays = (self._needs_pad, self.has_final, self.final_obs, self.elapsed, self.rng, P,
+        self._step_arrays = (self.obs, self.rewards, self.terminals, self.truncations, self._needs_pad, self.has_final, self.final_obs, self.elapsed, self.rng, P,
                              self.events, self.masks, self._was_pad, self._acts32, self._done_mask.words) + state
         self._reset_arrays = (self._seeds, self.obs, self.rewards, self.terminals, self.truncations,
                               self.needs_reset, self.has_final, self.elapsed, self.rng, P, self.events,
                               self.masks) + state
         fields = tuple(f"state.{name}" for name in game.state_cls._fields)
-        self._step_names = ("needs_reset", "has_final", "final_obs", "elapsed", "rng", "params", "events", "masks",
+        self._step_names = ("obs", "rewards", "terminals", "truncations", "needs_reset", "has_final", "final_obs", "elapsed", "rng", "params", "events", "masks",
                             "was_done", "acts32", "done_words") + fields
         self._reset_names = ("seeds", "obs", "rewards", "terminals", "truncations", "needs_reset", "has_final",
                              "elapsed", "rng", "params", "events", "masks") + fields
-        outputs = (self.obs, self.rewards, self.terminals, self.truncations)
         kernels = load_kernels(game, precision, self._discrete, self.kernel_functions,
-                               tables={"step_table": table_specs(self._step_arrays, outputs),
+                               tables={"step_table": table_specs(self._step_arrays),
                                        "reset_table": table_specs(self._reset_arrays)})
         if parallel == "auto":
             threshold = parallel_min_envs(game, n, precision, numba.get_num_threads())
@@ -340,7 +339,9 @@ class Engine:
         if f"observe_{suffix}" in kernels.PADDED:
             self._observe_args += (np.zeros(1),)  # see vecsim._codegen.LEAKY_ARG_COUNT
         self._step_table = address_table(self._step_arrays)
-        self._step_outputs = (self.obs, self.rewards, self.terminals, self.truncations, self._step_table)
+        # step_mode_fresh's copy, whose first four rows point_outputs aims at new arrays.
+        self._fresh_table = self._step_table.copy()
+        self._point_outputs = kernels.point_outputs
         self._reset_table = address_table(self._reset_arrays)
         self._reset_kernel = getattr(kernels, f"reset_{suffix}")
         # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
@@ -553,14 +554,19 @@ class Engine:
         ``None`` continues each env's stream. An empty mask changes nothing. Returns the
         observation buffer (a view).
         """
-        self._check_open()
         result = self.result
-        if mask is result.done_mask and seed is None and self._seeded and self._detached is None:
+        if (mask is result.done_mask and seed is None and not self._closed and self._seeded
+                and self._detached is None):
             # The operant loop (step_no_reset, then reset_envs(result.to_reset_mask())): the mask
             # the step kernel packed and counted, each env continuing its stream. Nothing to
-            # check or convert; what the general path below would do, minus its Python.
-            self._reset_envs_kernel(mask)(mask.words, 0, 0, self._reset_table)  # the engine's own words
+            # check or convert; what the general path below would do, minus its Python (and the
+            # kernel choice of _reset_envs_kernel, inlined).
+            if self.parallel and result.num_done >= self._min_parallel_resets:
+                self._reset_kernel(mask.words, 0, 0, self._reset_table)  # the engine's own words
+            else:
+                self._reset_sparse_kernel(mask.words, 0, 0, self._reset_table)
             return self.obs
+        self._check_open()
         words = self._words_of(mask)
         mode, base = self._seed_args(seed)
         self._attach_outputs()
@@ -613,7 +619,7 @@ class Engine:
         result = self.result
         result.done_mask = None  # until the kernel has filled the mask again
         result.num_done = -1
-        status, index = self._step_kernel(NO_RESET, self._max_steps, acts, *self._step_outputs)
+        status, index = self._step_kernel(NO_RESET, self._max_steps, acts, self._step_table)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -630,7 +636,7 @@ class Engine:
         self._check_started()
         acts = self.coerce_actions(actions)
         self._forget_done()
-        status, index = self._step_kernel(NEXT_STEP, self._max_steps, acts, *self._step_outputs)
+        status, index = self._step_kernel(NEXT_STEP, self._max_steps, acts, self._step_table)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -651,7 +657,7 @@ class Engine:
         """``step_mode`` on actions that ``coerce_actions`` returned (the front ends check them
         once, and the engine's state)."""
         self._forget_done()
-        status, index = self._step_kernel(mode, self._max_steps, acts, *self._step_outputs)
+        status, index = self._step_kernel(mode, self._max_steps, acts, self._step_table)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -686,7 +692,9 @@ class Engine:
         out = (np.empty(obs_shape, obs_dtype, order=obs_order), np.empty(n, float_dtype), np.empty(n, np.bool_),
                np.empty(n, np.bool_))
         self._forget_done()
-        status, index = self._step_kernel(mode, self._max_steps, acts, *out, self._step_table)
+        table = self._fresh_table
+        self._point_outputs(table, *out)
+        status, index = self._step_kernel(mode, self._max_steps, acts, table)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = out

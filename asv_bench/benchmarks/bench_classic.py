@@ -127,6 +127,42 @@ class SpeedupVsGymnasium:
     track_x_vs_gymnasium.unit = "x"
 
 
+class SpeedupVsOperant:
+    """Float32 ``Engine.step_no_reset`` (and ``reset_envs``) over operant's vector env of the
+    same game and size (CartPole, MountainCar, Pendulum), measured one after the other.
+
+    operant runs in the Python named by ``VECSIM_OPERANT_PYTHON`` (its only Linux wheel is for
+    CPython 3.8: see the README), else in this one where it imports; skipped where neither.
+    """
+
+    params = (tuple(g for g in GAMES if bench.reference_id(g) in bench.OPERANT_ENVS), NUM_ENVS)
+    param_names = ("game", "num_envs")
+
+    def setup(self, game, num_envs):
+        try:
+            operant = bench.open_operant()
+        except RuntimeError as exc:
+            raise NotImplementedError(str(exc)) from None
+        if operant is None:
+            raise NotImplementedError(f"operant is not installed here (nor {bench.OPERANT_PYTHON_VAR} set)")
+        self.operant = operant
+        vecsim.warmup(game, precision="float32")
+        self.ours = bench.vecsim_no_reset_runner(game, num_envs, precision="float32")
+
+    def teardown(self, game, num_envs):
+        for name in ("ours", "operant"):
+            obj = getattr(self, name, None)
+            if obj is not None:
+                obj.close()
+
+    def track_x_no_reset_vs_operant(self, game, num_envs):
+        ours = bench.steps_per_second(self.ours.step, num_envs, seconds=0.5)
+        theirs = self.operant.measure(bench.reference_id(game), num_envs, seconds=0.5)
+        return ours / theirs
+
+    track_x_no_reset_vs_operant.unit = "x"
+
+
 class _FirstStep:
     params = (GAMES, FIRST_STEP_NUM_ENVS)
     param_names = ("game", "num_envs")
