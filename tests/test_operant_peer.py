@@ -131,7 +131,7 @@ def test_bench_shows_operant_beside_vecsim(stand_in, tmp_path):
     header = next(line for line in proc.stdout.splitlines() if line.startswith("game"))
     assert "operant" in header and header.endswith("x no_reset vs operant")
     cartpole, = table_rows(proc.stdout, "CartPole-v1")
-    assert cartpole[-1].endswith("x") and float(cartpole[-1][:-1]) > 0
+    assert cartpole[2] == "float32" and cartpole[-1].endswith("x") and float(cartpole[-1][:-1]) > 0
     acrobot, = table_rows(proc.stdout, "Acrobot-v1")
     assert acrobot[-1] == "-"  # operant has no Acrobot
     assert f"in Python {sys.version_info[0]}.{sys.version_info[1]}" in proc.stdout
@@ -141,6 +141,14 @@ def test_bench_shows_operant_beside_vecsim(stand_in, tmp_path):
     assert record["operant"]["operant"] == "0.3.3" and record["operant"]["python_path"] == sys.executable
     rates = {r["game"]: r["steps_per_s"] for r in record["results"] if r["impl"] == bench.OPERANT}
     assert rates["vecsim/CartPole-v1"] > 0 and rates["vecsim/Acrobot-v1"] is None
+
+
+def test_bench_compares_only_float32_rows_with_operant(stand_in):
+    # operant computes in float32: a float64 row (bit-exact with Gymnasium) gets no ratio.
+    proc = run_vecsim("bench", "--seconds", 0.05, "--repeats", 1, "--num-envs", 16, "--games", "CartPole-v1",
+                      "--operant-python", sys.executable)
+    rows = {row[2]: row for row in table_rows(proc.stdout, "CartPole-v1")}
+    assert rows["float64"][-1] == "-" and rows["float32"][-1].endswith("x")
 
 
 def test_bench_refuses_an_operant_python_without_operant(tmp_path):

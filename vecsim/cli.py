@@ -538,7 +538,8 @@ def cmd_bench(args) -> int:
                     no_reset = results[game_id, n, bench.VECSIM_NO_RESET, precision]
                     rows.append([_short(game_id), n, precision, bench.format_rate(ours), bench.format_rate(no_reset)]
                                 + [bench.format_rate(v) for v in base] + [_ratio(ours, gym)]
-                                + ([_ratio(no_reset, [theirs] if theirs else [])] if operant else []))
+                                + ([_ratio(no_reset, [theirs] if theirs and precision == "float32" else [])]
+                                   if operant else []))
         print(bench.format_table(header, rows))
         print(f"\nenv steps per second (a step of N envs counts N), best of {args.repeats} repeats in about "
               f"{args.seconds:g} s per cell; random actions.\n"
@@ -553,7 +554,8 @@ def cmd_bench(args) -> int:
                      if operant.python else "in this Python")
             print(f"operant = operant {operant.versions['operant']}'s vector env .step (float32 SIMD, one "
                   f"worker thread, its own autoreset), {where}; for CartPole, MountainCar and Pendulum only.\n"
-                  f"x no_reset vs operant = vecsim step_no_reset / operant at the same num_envs.")
+                  f"x no_reset vs operant = vecsim float32 step_no_reset / operant at the same num_envs (operant "
+                  f"computes in float32 only; vecsim's float64 kernels are bit-exact with Gymnasium).")
         else:
             print("operant: not installed, left out (on Linux, --operant-python with a CPython 3.8 that has it: "
                   "see the README).")
