@@ -236,18 +236,19 @@ def address_table(arrays) -> np.ndarray:
     return table
 
 
-def table_specs(arrays, others=()) -> tuple:
+def table_specs(arrays, others=(), distinct: bool = True) -> tuple:
     """``(dtype name, ndim, layout, distinct)`` of each of ``arrays``: what a kernel must know
     at compile time to rebuild them from an ``address_table`` (C layout where an array is
     both). ``distinct``: the array shares no memory with another of ``arrays`` or with
     ``others`` (the kernel's fixed array arguments), so its view may promise LLVM no overlap
-    (``vecsim.jit.c_distinct_array_at``)."""
+    (``vecsim.jit.c_distinct_array_at``); ``distinct=False`` marks none (plain views: what a
+    kernel whose loops LLVM cannot vectorise anyway is compiled faster with)."""
     arrays = list(arrays)
     specs = []
     for k, a in enumerate(arrays):
         rest = arrays[:k] + arrays[k + 1:] + list(others)
-        distinct = not any(np.may_share_memory(a, b) for b in rest)
-        specs.append((a.dtype.name, a.ndim, "C" if a.flags.c_contiguous else "F", distinct))
+        distinct_k = distinct and not any(np.may_share_memory(a, b) for b in rest)
+        specs.append((a.dtype.name, a.ndim, "C" if a.flags.c_contiguous else "F", distinct_k))
     return tuple(specs)
 
 
