@@ -77,8 +77,8 @@ class StepFloat32:
 
 class StepOneThread(StepFloat32):
     """``StepFloat32`` with Numba on one thread (``numba.set_num_threads(1)`` before the engine
-    is made): where ``parallel="auto"`` picks the parallel kernel on the calling thread for
-    its vectorised step loop (a game's ``ONE_THREAD_PARALLEL_MIN_ENVS``)."""
+    is made): the serial kernels, whose step loops vectorise (until 2026-11-22 only the
+    parallel kernels' did, and ``parallel="auto"`` picked them on the calling thread)."""
 
     def setup(self, game, num_envs):
         import numba
