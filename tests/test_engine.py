@@ -171,10 +171,16 @@ def test_table_views_rebuild_arrays_of_every_layout_and_rank():
     assert last == 11.0 and arrays[1][2, 1] == 7 and arrays[2][1, 2, 3] and arrays[2].sum() == 1
     assert (b_strides, c_strides, d_strides) == (arrays[1].strides, arrays[2].strides, arrays[3].strides)
     assert d_value == arrays[3][1, 2, 3]
-    # Arrays that share memory get plain views, which LLVM must assume may overlap.
+    # Arrays that share memory get plain views, which LLVM must assume may overlap; so does
+    # every array of a PLAIN VIEWS line (the parallel kernels', whose prange bodies Numba marks).
     pad = np.zeros(16, dtype=np.bool_)
     shared = render_table_views("    # VIEWS OF t: a, b\n", {"t": table_specs([pad[:3], pad.view(np.uint64)])})
     assert "distinct" not in shared and shared.count("c_array_at(") == 2
+    plain = render_table_views("    # PLAIN VIEWS OF t: a, b, c, d\n    # hit = FIRST VIEW OF t OVERLAPPING x\n",
+                               {"t": table_specs(arrays)})
+    assert "distinct_array_at" not in plain and "c_array_at(" in plain
+    # Still checked: Numba marks a prange body's arrays noalias without seeing into the views.
+    assert "if overlaps(x, a):" in plain
     with pytest.raises(ValueError, match="table 't' has \\['a', 'b'\\] \\(2 arrays\\) but specs for 4"):
         render_table_views("    # VIEWS OF t: a, b\n", {"t": table_specs(arrays)})
 
@@ -203,12 +209,14 @@ def test_overlap_checks_find_the_first_distinct_view_sharing_memory_with_an_argu
         render_table_views("    # hit = FIRST VIEW OF t OVERLAPPING arg\n", {"t": table_specs(arrays)})
 
 
+@pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("precision", ["float64", "float32"])
-def test_actions_sharing_memory_with_the_engine_are_refused_before_any_step(precision):
-    # The kernels promise LLVM that the engine's arrays share no memory with anything else
-    # (so their serial step loops run on SIMD lanes): actions that are a view of one of them
-    # must be refused, not stepped.
-    eng = vecsim.make("Pendulum-v1", 8, precision=precision)
+def test_actions_sharing_memory_with_the_engine_are_refused_before_any_step(precision, parallel):
+    # The kernels promise LLVM that the engine's arrays share no memory with anything else:
+    # the serial one through its distinct views (so its step loop runs on SIMD lanes), the
+    # parallel one through Numba's noalias marking of a prange body's arrays. Actions that are
+    # a view of one of them must be refused, not stepped.
+    eng = vecsim.make("Pendulum-v1", 8, precision=precision, parallel=parallel)
     eng.reset(seed=3)
     before = [a.copy() for a in eng.state]
     aliased = eng.state.last_u.reshape(-1, 1)
@@ -221,6 +229,22 @@ def test_actions_sharing_memory_with_the_engine_are_refused_before_any_step(prec
     eng.step(eng.zero_actions())  # the engine still works
 
 
+@pytest.mark.parametrize("game", ["CartPole-v1", "Tetris-v0"])
+def test_reset_masks_sharing_memory_with_the_engine_are_refused_by_parallel_kernels(game):
+    # The parallel reset kernel's prange body gets the mask's words and the views noalias from
+    # Numba; the serial one promises LLVM nothing (plain views) and needs no check.
+    eng = vecsim.make(game, 8, parallel=True)
+    eng._min_parallel_resets = 0  # the parallel kernel even for a few envs (else the serial one resets them)
+    eng.reset(seed=3)
+    obs = eng.obs.copy()
+    mask = vecsim.ResetMask(8)
+    mask.words = eng.rng[:1, 0]  # a mask whose words are the engine's RNG keys
+    with pytest.raises(ValueError, match="reset mask's words share memory with this engine's own rng array"):
+        eng.reset_envs(mask)
+    assert np.array_equal(eng.obs, obs)
+    eng.reset_envs(np.ones(8, dtype=bool))
+
+
 def test_only_step_tables_of_vectorising_games_get_distinct_views():
     # Distinct views cost compile time (Tetris 3.5 s): only where a step loop over envs can
     # vectorise, and never for the reset kernels (a few random envs per call).
@@ -228,10 +252,13 @@ def test_only_step_tables_of_vectorising_games_get_distinct_views():
 
     cartpole, tetris = vecsim.make("CartPole-v1", 4), vecsim.make("Tetris-v0", 4)
     for eng, want in ((cartpole, True), (tetris, False)):
-        step_src = inspect.getsource(eng._step_kernel.py_func)
-        reset_src = inspect.getsource(eng._reset_kernel.py_func)
-        assert ("distinct_array_at(" in step_src) == want, eng.game.name
-        assert "distinct_array_at(" not in reset_src and "array_at(" in reset_src
+        module = sys.modules[eng._step_kernel.py_func.__module__]
+        serial, parallel = (inspect.getsource(getattr(module, f"step_{kind}")) for kind in ("serial", "parallel"))
+        assert ("distinct_array_at(" in serial) == want, eng.game.name
+        assert "distinct_array_at(" not in parallel and "array_at(" in parallel  # Numba marks prange bodies
+        for kind in ("serial", "parallel"):
+            reset_src = inspect.getsource(getattr(module, f"reset_{kind}"))
+            assert "distinct_array_at(" not in reset_src and "array_at(" in reset_src
 
 
 def test_engine_kernels_release_the_gil():

@@ -240,13 +240,18 @@ def step_MODE(mode, max_steps, actions, step_table):
 
 @njit(**OPTS_MODE)
 def reset_MODE(words, seed_mode, seed, reset_table):
-    """Reset the envs whose bit is set in ``words`` (its table's views are plain ones: its loop
-    visits a few envs at random and would not vectorise).
+    """Reset the envs whose bit is set in ``words``; returns -1, or without resetting any env
+    the row of the table whose array shares memory with ``words``. Plain views: the loop
+    visits a few envs at random (distinct views reset 8% faster at 4096 CartPole envs and
+    compiled 0.45 s longer).
 
     seed_mode 0: continue each env's stream; 1: env i gets seed ``seed + i``;
     2: env i gets ``seeds[i]`` where that is >= 0 and continues its stream otherwise.
     """
-    # VIEWS OF reset_table: seeds, obs, rewards, term, trunc, needs_reset, has_final, elapsed, rng, P, events, masks, STATE_ARGS
+    # PLAIN VIEWS OF reset_table: seeds, obs, rewards, term, trunc, needs_reset, has_final, elapsed, rng, P, events, masks, STATE_ARGS
+    # aliased = FIRST VIEW OF reset_table OVERLAPPING words
+    if aliased >= 0:
+        return aliased
     # Over words, then over their set bits only: a sparse mask (a few finished envs) costs
     # one test per 64 envs and no unpredictable branch per env.
     n = elapsed.shape[0]
@@ -264,6 +269,7 @@ def reset_MODE(words, seed_mode, seed, reset_table):
                 seed_env(rng, i, seeds[i])
             _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks,
                              obs, np.bool_(False))
+    return -1
 
 
 @njit(**OPTS_MODE)

@@ -111,6 +111,17 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=(), 
     for mode in ("serial", "parallel"):
         part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
         part = re.sub(r"_MODE\b", f"_{mode}", part)
+        if mode == "parallel" or envs_per_call(game) > 1:
+            # Distinct views (vecsim.jit.c_distinct_array_at) let LLVM vectorise the serial
+            # step loop over envs, and cost compile time (CartPole's serial step kernel 0.7 s).
+            # Numba marks the arrays of a prange body noalias itself, and a game stepped in runs
+            # of envs (Tetris: 3.5 s more, no faster) has no loop to vectorise: plain views.
+            part = part.replace("# VIEWS OF step_table", "# PLAIN VIEWS OF step_table")
+        if mode == "serial":
+            # A serial kernel's plain views promise LLVM nothing, so its argument needs no
+            # overlap check (a parallel kernel's do: Numba marks its prange bodies noalias).
+            for table in re.findall(r"# PLAIN VIEWS OF (\w+)", part):
+                part = re.sub(rf"# (\w+) = FIRST VIEW OF {table} OVERLAPPING \w+", r"\1 = -1", part)
         variants.append(part)
     text = head + "".join(variants) + tail
     state_args = ", ".join(f"f_{name}" for name in fields)
@@ -236,23 +247,23 @@ def address_table(arrays) -> np.ndarray:
     return table
 
 
-def table_specs(arrays, others=(), distinct: bool = True) -> tuple:
-    """``(dtype name, ndim, layout, distinct)`` of each of ``arrays``: what a kernel must know
-    at compile time to rebuild them from an ``address_table`` (C layout where an array is
-    both). ``distinct``: the array shares no memory with another of ``arrays`` or with
-    ``others`` (the kernel's fixed array arguments), so its view may promise LLVM no overlap
-    (``vecsim.jit.c_distinct_array_at``); ``distinct=False`` marks none (plain views: what a
-    kernel whose loops LLVM cannot vectorise anyway is compiled faster with)."""
+def table_specs(arrays, others=()) -> tuple:
+    """``(dtype name, ndim, layout, apart)`` of each of ``arrays``: what a kernel must know at
+    compile time to rebuild them from an ``address_table`` (C layout where an array is both).
+    ``apart``: the array shares no memory with another of ``arrays`` or with ``others`` (the
+    kernel's fixed array arguments), so its view may promise LLVM no overlap
+    (``vecsim.jit.c_distinct_array_at``, where ``render_table_views`` is asked for distinct
+    views), and a per-call argument is checked against it."""
     arrays = list(arrays)
     specs = []
     for k, a in enumerate(arrays):
         rest = arrays[:k] + arrays[k + 1:] + list(others)
-        distinct_k = distinct and not any(np.may_share_memory(a, b) for b in rest)
-        specs.append((a.dtype.name, a.ndim, "C" if a.flags.c_contiguous else "F", distinct_k))
+        apart = not any(np.may_share_memory(a, b) for b in rest)
+        specs.append((a.dtype.name, a.ndim, "C" if a.flags.c_contiguous else "F", apart))
     return tuple(specs)
 
 
-_TABLE_VIEWS = re.compile(r"^( *)# VIEWS OF (\w+): (.*)$", re.M)
+_TABLE_VIEWS = re.compile(r"^( *)# (PLAIN )?VIEWS OF (\w+): (.*)$", re.M)
 _TABLE_OVERLAPS = re.compile(r"^( *)# (\w+) = FIRST VIEW OF (\w+) OVERLAPPING (\w+)$", re.M)
 
 
@@ -267,7 +278,8 @@ def _table_names(table: str, names: list, tables: dict) -> list:
 def render_table_views(text: str, tables: dict) -> str:
     """``text`` with each line ``# VIEWS OF <table>: <name>, <name>, ...`` replaced by one
     assignment a name, rebuilding the array from its row of the address table ``<table>``
-    (``tables[<table>]``: the arrays' ``table_specs``, row by row), and each line
+    (``tables[<table>]``: the arrays' ``table_specs``, row by row; ``# PLAIN VIEWS OF``: no
+    view distinct, whatever the specs say), and each line
     ``# <var> = FIRST VIEW OF <table> OVERLAPPING <array>`` (after that table's views) by
     code setting ``<var>`` to the row of the first distinct view that shares memory with
     ``<array>`` (a per-call argument), or -1: the check a kernel makes before it touches
@@ -275,13 +287,14 @@ def render_table_views(text: str, tables: dict) -> str:
     names_of = {}
 
     def views(match):
-        indent, table, names = match.group(1), match.group(2), [n.strip() for n in match.group(3).split(",")]
+        indent, plain, table = match.group(1), bool(match.group(2)), match.group(3)
+        names = [n.strip() for n in match.group(4).split(",")]
         specs = _table_names(table, names, tables)
-        names_of[table] = names
+        names_of[table] = names, plain  # (plain: kept for the reader; the checks ignore it)
         lines = []
         for k, (name, (dtype, ndim, layout, distinct)) in enumerate(zip(names, specs)):
             shape = ", ".join(f"{table}[{k}, {d + 1}]" for d in range(ndim)) + ("," if ndim == 1 else "")
-            kind = "distinct_array_at" if distinct else "array_at"
+            kind = "distinct_array_at" if distinct and not plain else "array_at"
             lines.append(f"{indent}{name} = {layout.lower()}_{kind}({table}[{k}, 0], ({shape}), np.{dtype})")
         return "\n".join(lines)
 
@@ -289,8 +302,11 @@ def render_table_views(text: str, tables: dict) -> str:
         indent, var, table, arg = match.groups()
         if table not in names_of:
             raise ValueError(f"an overlap check of {arg!r} comes before the views of table {table!r}")
+        names, _ = names_of[table]
         lines = [f"{indent}{var} = -1"]
-        for k, (name, spec) in reversed(list(enumerate(zip(names_of[table], tables[table])))):
+        # Plain views too: the parallel kernels pass them into prange bodies, which Numba marks
+        # noalias, having seen no overlap between an argument and a view made by an intrinsic.
+        for k, (name, spec) in reversed(list(enumerate(zip(names, tables[table])))):
             if spec[3]:
                 lines.append(f"{indent}if overlaps({arg}, {name}):")
                 lines.append(f"{indent}    {var} = {k}")

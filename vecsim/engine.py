@@ -15,7 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vecsim import calibration
-from vecsim._codegen import address_table, envs_per_call, load_kernels, table_specs
+from vecsim._codegen import address_table, load_kernels, table_specs
 from vecsim.contract import GameSpec
 from vecsim.jit import threading_layer
 from vecsim.reset_mask import ResetMask
@@ -319,16 +319,13 @@ class Engine:
                               self.needs_reset, self.has_final, self.elapsed, self.rng, P, self.events,
                               self.masks) + state
         fields = tuple(f"state.{name}" for name in game.state_cls._fields)
+        self._reset_names = ("seeds", "obs", "rewards", "terminals", "truncations", "needs_reset", "has_final",
+                             "elapsed", "rng", "params", "events", "masks") + fields
         self._step_names = ("obs", "rewards", "terminals", "truncations", "needs_reset", "has_final", "final_obs", "elapsed", "rng", "params", "events", "masks",
                             "was_done", "acts32", "done_words") + fields
-        # Distinct views (vecsim.jit.c_distinct_array_at) let LLVM vectorise a step loop over
-        # envs, and cost compile time: CartPole's serial step kernel 0.7 s more, Tetris's kernels
-        # 3.5 s. Only the step table of a game stepped one env per call (whose loop vectorises)
-        # gets them; a reset (a few random envs) was 8% faster with them, not worth 0.45 s.
         kernels = load_kernels(game, precision, self._discrete, self.kernel_functions,
-                               tables={"step_table": table_specs(self._step_arrays,
-                                                                 distinct=envs_per_call(game) == 1),
-                                       "reset_table": table_specs(self._reset_arrays, distinct=False)})
+                               tables={"step_table": table_specs(self._step_arrays),
+                                       "reset_table": table_specs(self._reset_arrays)})
         if parallel == "auto":
             threshold = parallel_min_envs(game, n, precision, numba.get_num_threads())
             self.parallel = threshold is not None and n >= threshold
@@ -544,7 +541,7 @@ class Engine:
         self._check_open()
         mode, base = self._seed_args(seed)
         self._forget_done()
-        self._reset_kernel(self._all_words, mode, base, self._reset_table)
+        self._check_reset(self._reset_kernel(self._all_words, mode, base, self._reset_table))
         self._detached = None
         self._has_reset = True
         return self.obs
@@ -573,10 +570,16 @@ class Engine:
         words = self._words_of(mask)
         mode, base = self._seed_args(seed)
         self._attach_outputs()
-        self._reset_envs_kernel(mask)(words, mode, base, self._reset_table)
+        self._check_reset(self._reset_envs_kernel(mask)(words, mode, base, self._reset_table))
         if not self._has_reset:
             self._has_reset = bool(np.array_equal(words, self._all_words))
         return self.obs
+
+    def _check_reset(self, aliased: int) -> None:
+        """Raise for a reset kernel that declined a mask sharing memory with the engine's arrays."""
+        if aliased >= 0:
+            raise ValueError(f"the reset mask's words share memory with this engine's own "
+                             f"{self._reset_names[aliased]} array; pass a separate mask (nothing was reset)")
 
     def _reset_envs_kernel(self, mask):
         """The reset kernel for ``reset_envs`` of a checked ``mask``: the serial one unless
