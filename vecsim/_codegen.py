@@ -267,7 +267,8 @@ _TABLE_VIEWS = re.compile(r"^( *)# (PLAIN )?VIEWS OF (\w+): (.*)$", re.M)
 _TABLE_OVERLAPS = re.compile(r"^( *)# (\w+) = FIRST VIEW OF (\w+) OVERLAPPING (\w+)$", re.M)
 
 
-def _table_names(table: str, names: list, tables: dict) -> list:
+def _specs_of(table: str, names: list, tables: dict) -> list:
+    """The ``table_specs`` of ``table``, one per name, or a ValueError."""
     specs = tables.get(table)
     if specs is None or len(specs) != len(names):
         raise ValueError(f"table {table!r} has {names} ({len(names)} arrays) but specs for "
@@ -281,20 +282,21 @@ def render_table_views(text: str, tables: dict) -> str:
     (``tables[<table>]``: the arrays' ``table_specs``, row by row; ``# PLAIN VIEWS OF``: no
     view distinct, whatever the specs say), and each line
     ``# <var> = FIRST VIEW OF <table> OVERLAPPING <array>`` (after that table's views) by
-    code setting ``<var>`` to the row of the first distinct view that shares memory with
-    ``<array>`` (a per-call argument), or -1: the check a kernel makes before it touches
-    either, since LLVM compiles it on the promise that they share none."""
+    code setting ``<var>`` to the row of the first array apart from the others (its specs'
+    last field) that shares memory with ``<array>`` (a per-call argument), or -1: the check a
+    kernel makes before it touches either, since LLVM compiles it on the promise that they
+    share none."""
     names_of = {}
 
     def views(match):
         indent, plain, table = match.group(1), bool(match.group(2)), match.group(3)
         names = [n.strip() for n in match.group(4).split(",")]
-        specs = _table_names(table, names, tables)
-        names_of[table] = names, plain  # (plain: kept for the reader; the checks ignore it)
+        specs = _specs_of(table, names, tables)
+        names_of[table] = names
         lines = []
-        for k, (name, (dtype, ndim, layout, distinct)) in enumerate(zip(names, specs)):
+        for k, (name, (dtype, ndim, layout, apart)) in enumerate(zip(names, specs)):
             shape = ", ".join(f"{table}[{k}, {d + 1}]" for d in range(ndim)) + ("," if ndim == 1 else "")
-            kind = "distinct_array_at" if distinct and not plain else "array_at"
+            kind = "distinct_array_at" if apart and not plain else "array_at"
             lines.append(f"{indent}{name} = {layout.lower()}_{kind}({table}[{k}, 0], ({shape}), np.{dtype})")
         return "\n".join(lines)
 
@@ -302,11 +304,10 @@ def render_table_views(text: str, tables: dict) -> str:
         indent, var, table, arg = match.groups()
         if table not in names_of:
             raise ValueError(f"an overlap check of {arg!r} comes before the views of table {table!r}")
-        names, _ = names_of[table]
         lines = [f"{indent}{var} = -1"]
         # Plain views too: the parallel kernels pass them into prange bodies, which Numba marks
         # noalias, having seen no overlap between an argument and a view made by an intrinsic.
-        for k, (name, spec) in reversed(list(enumerate(zip(names, tables[table])))):
+        for k, (name, spec) in reversed(list(enumerate(zip(names_of[table], tables[table])))):
             if spec[3]:
                 lines.append(f"{indent}if overlaps({arg}, {name}):")
                 lines.append(f"{indent}    {var} = {k}")

@@ -309,20 +309,25 @@ class Engine:
         #: ``(contract name, stand-in name)`` pairs, shared with the collector's kernels.
         self.kernel_functions = game.kernel_functions(self.params_scalar)
         state = tuple(self.state)
-        # The step and reset kernels take what changes between calls (mode, max_steps, actions
-        # and the four outputs; the mask's words and the seed mode) and rebuild every other
-        # array from a table of addresses (vecsim._codegen.address_table): Numba unboxes each
-        # array argument from Python at about 45 ns. These tuples keep the arrays alive.
-        self._step_arrays = (self.obs, self.rewards, self.terminals, self.truncations, self._needs_pad, self.has_final, self.final_obs, self.elapsed, self.rng, P,
-                             self.events, self.masks, self._was_pad, self._acts32, self._done_mask.words) + state
-        self._reset_arrays = (self._seeds, self.obs, self.rewards, self.terminals, self.truncations,
-                              self.needs_reset, self.has_final, self.elapsed, self.rng, P, self.events,
-                              self.masks) + state
-        fields = tuple(f"state.{name}" for name in game.state_cls._fields)
-        self._reset_names = ("seeds", "obs", "rewards", "terminals", "truncations", "needs_reset", "has_final",
-                             "elapsed", "rng", "params", "events", "masks") + fields
-        self._step_names = ("obs", "rewards", "terminals", "truncations", "needs_reset", "has_final", "final_obs", "elapsed", "rng", "params", "events", "masks",
-                            "was_done", "acts32", "done_words") + fields
+        # The step and reset kernels take what changes between calls (mode, max_steps and the
+        # actions; the mask's words and the seed mode) and rebuild every other array, the
+        # step's four outputs included, from a table of addresses (vecsim._codegen.address_table):
+        # Numba unboxes each array argument from Python at about 45 ns. These tuples keep the
+        # arrays alive.
+        # Each array with the name errors give it, in the order of the template's VIEWS lines.
+        named_state = tuple((f"state.{name}", arr) for name, arr in zip(game.state_cls._fields, state))
+        step_named = (("obs", self.obs), ("rewards", self.rewards), ("terminals", self.terminals),
+                      ("truncations", self.truncations), ("needs_reset", self._needs_pad),
+                      ("has_final", self.has_final), ("final_obs", self.final_obs), ("elapsed", self.elapsed),
+                      ("rng", self.rng), ("params", P), ("events", self.events), ("masks", self.masks),
+                      ("was_done", self._was_pad), ("acts32", self._acts32),
+                      ("done_words", self._done_mask.words)) + named_state
+        reset_named = (("seeds", self._seeds), ("obs", self.obs), ("rewards", self.rewards),
+                       ("terminals", self.terminals), ("truncations", self.truncations),
+                       ("needs_reset", self.needs_reset), ("has_final", self.has_final), ("elapsed", self.elapsed),
+                       ("rng", self.rng), ("params", P), ("events", self.events), ("masks", self.masks)) + named_state
+        self._step_names, self._step_arrays = (tuple(x) for x in zip(*step_named))
+        self._reset_names, self._reset_arrays = (tuple(x) for x in zip(*reset_named))
         kernels = load_kernels(game, precision, self._discrete, self.kernel_functions,
                                tables={"step_table": table_specs(self._step_arrays),
                                        "reset_table": table_specs(self._reset_arrays)})
