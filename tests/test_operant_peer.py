@@ -101,6 +101,16 @@ def test_an_operant_process_measures_its_envs_and_answers_none_for_others(stand_
         with pytest.raises(RuntimeError, match="operant failed on MountainCar-v0 with 16 envs: .*stand-in failure"):
             proc.measure("MountainCar-v0", 16, 0.05, 1)
         assert proc.measure("CartPole-v1", 8, 0.05, 1) > 0  # still serving after an error
+        # Bad cells are refused by name here, before operant sees them.
+        for args, match in (((0, 0.05, 1), "num_envs must be an int >= 1.*0"),
+                            ((2.5, 0.05, 1), "num_envs must be an int >= 1.*2.5"),
+                            ((8, 0, 1), "seconds must be a number > 0.*0"),
+                            ((8, 0.05, True), "repeats must be an int >= 1.*True")):
+            with pytest.raises(ValueError, match=match):
+                proc.measure("CartPole-v1", *args)
+        with pytest.raises(TypeError, match="env_id must be a str"):
+            proc.measure(None, 8)
+        assert proc.measure("CartPole-v1", 8, 0.05, 1) > 0
 
 
 def test_a_python_that_cannot_run_operant_is_an_error_naming_it(tmp_path, monkeypatch):

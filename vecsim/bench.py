@@ -381,10 +381,11 @@ class OperantProcess:
         """Steps per second of operant's ``env_id`` at ``num_envs`` (``None``: no such env)."""
         import json
 
+        _check_cell(env_id, num_envs, seconds, repeats)
         if self._proc.poll() is not None:
             raise RuntimeError(f"the operant Python {self.python!r} has exited")
-        self._proc.stdin.write(json.dumps({"env": env_id, "num_envs": num_envs, "seconds": seconds,
-                                           "repeats": repeats}) + "\n")
+        self._proc.stdin.write(json.dumps({"env": env_id, "num_envs": int(num_envs), "seconds": float(seconds),
+                                           "repeats": int(repeats)}) + "\n")
         self._proc.stdin.flush()
         line = self._read()
         if line is None:
@@ -411,6 +412,17 @@ class OperantProcess:
         self.close()
 
 
+def _check_cell(env_id, num_envs, seconds, repeats) -> None:
+    """Refuse a bad operant cell by name before it reaches operant (whose Rust may not check)."""
+    if not isinstance(env_id, str):
+        raise TypeError(f"env_id must be a str, but got env_id={env_id!r}")
+    for name, value in (("num_envs", num_envs), ("repeats", repeats)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, but got {name}={value!r}")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.number)) or not seconds > 0:
+        raise ValueError(f"seconds must be a number > 0, but got seconds={seconds!r}")
+
+
 class OperantHere:
     """operant measured in this Python (where it imports), with ``OperantProcess``'s methods."""
 
@@ -425,6 +437,7 @@ class OperantHere:
 
     def measure(self, env_id: str, num_envs: int, seconds: float = 1.0, repeats: int = 3) -> float | None:
         """Steps per second of operant's ``env_id`` at ``num_envs`` (``None``: no such env)."""
+        _check_cell(env_id, num_envs, seconds, repeats)
         runner = operant_env_runner(env_id, num_envs)
         if runner is None:
             return None
