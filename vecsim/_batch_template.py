@@ -175,8 +175,13 @@ def step_MODE(mode, max_steps, actions, step_table):
     # PRE STEP BEGIN (kept only for games with a pre_step_env)
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        _game.pre_step_env(s, p, np.uint64(i), STEP_ACTIONS)
+        _game.PRE_STEP_PASS(s, p, np.uint64(i), STEP_ACTIONS)
     # PRE STEP END
+    # PRE STEP FIX BEGIN (kept only for games with a pre_step_fix_env; PRE_STEP_PASS is then its draft)
+    for i in prange(n):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        _game.pre_step_fix_env(s, p, np.uint64(i), STEP_ACTIONS)
+    # PRE STEP FIX END
     # STEP PER ENV BEGIN (kept for games with ENVS_PER_CALL = 1: this loop vectorises; its
     # bookkeeping after the step is repeated in vecsim.jit.step_run_and_write)
     for i in prange(n):

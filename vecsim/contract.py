@@ -74,6 +74,12 @@ Optionally:
     ``step_env_fast``). Put the library calls of a step here (``math.sin``...) and store their
     results in scratch ``State`` fields: a loop that calls libm never vectorises, and with the
     calls moved out the step loop does, bit for bit the same results.
+``pre_step_draft_env(s, p, i, actions)`` and ``pre_step_fix_env(s, p, i, actions)``
+    With ``pre_step_env``: the same work in two passes for the batched step kernel, which runs
+    the draft over every env and then the fix over every env. The draft is plain arithmetic
+    (its loop vectorises) and may leave a mark in scratch state where it cannot produce the
+    exact value; the fix calls the library there. Draft then fix on one env must store exactly
+    what ``pre_step_env`` stores (the collectors, which step env by env, call that).
 ``prepare_params(given: dict) -> dict``
     Turn user arguments into ``Params`` numbers before validation (named choices such as
     ``action_mode="reach"``, presets).
@@ -265,4 +271,8 @@ def load_game(module_name: str) -> GameSpec:
     missing = [name for name in REQUIRED if not hasattr(mod, name)]
     if missing:
         raise TypeError(f"game module {module_name!r} lacks {', '.join(missing)}")
+    two_pass = [hasattr(mod, name) for name in ("pre_step_env", "pre_step_draft_env", "pre_step_fix_env")]
+    if any(two_pass[1:]) and not all(two_pass):
+        raise TypeError(f"game module {module_name!r} must declare pre_step_draft_env and pre_step_fix_env "
+                        f"together, with pre_step_env")
     return GameSpec(mod)
