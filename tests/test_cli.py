@@ -108,7 +108,7 @@ def test_warmup_fills_an_empty_cache_that_the_next_run_only_loads(tmp_path):
             for kernel in kernels:
                 for kind in ("serial", "parallel"):
                     assert any(name.startswith(module) and f".{kernel}_{kind}-" in name for name in index), \
-                        (module, kernel, kind, sorted(index))
+                        f"no {kernel}_{kind} of {module} among {sorted(n for n in index if game in n)}"
     assert not any("float64" in name for name in index), "compiled a precision it was not asked for"
     run_vecsim("warmup", "--games", *games, "--precision", "float32", "--collector", "--jobs", 1,
                cache_dir=cache)

@@ -998,3 +998,25 @@ def test_game_sources_include_a_top_level_modules_siblings():
 
     files = load_game("masked_walk_game").source_files()
     assert any(f.endswith("rng_walk_game.py") for f in files)
+
+
+def test_concurrent_callers_all_get_the_cache_folder_they_asked_for(tmp_path, monkeypatch):
+    # `vecsim warmup --jobs 2` starts its processes at once, each probing the cache folder for
+    # write access. With one probe file name for all, one caller could delete another's probe
+    # and that caller moved on to the next folder (~/.cache/vecsim): its kernels went there.
+    import concurrent.futures
+    import threading
+
+    from vecsim._codegen import cache_dir
+
+    monkeypatch.setenv("VECSIM_CACHE_DIR", str(tmp_path))
+    start = threading.Barrier(8)
+
+    def probe_many(_):
+        start.wait()
+        return {cache_dir() for _ in range(300)}
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        folders = set().union(*pool.map(probe_many, range(8)))
+    assert folders == {tmp_path}
+    assert not list(tmp_path.iterdir()), "a probe file was left behind"

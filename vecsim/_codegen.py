@@ -56,9 +56,12 @@ def cache_dir() -> pathlib.Path:
     for path in candidates:
         try:
             path.mkdir(parents=True, exist_ok=True)
-            probe = path / ".write-test"
-            probe.write_text("")
-            probe.unlink()
+            # A probe of this process's own: with one shared name, two processes starting at
+            # once (`vecsim warmup --jobs 2`) could delete each other's probe, and the loser
+            # took the next folder, compiling its kernels into a cache nobody asked for.
+            fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=path)
+            os.close(fd)
+            os.unlink(probe)
             return path
         except OSError:
             continue
