@@ -146,21 +146,19 @@ def pre_step_draft_env(s, p, i, actions):
 
 
 @exact
-def pre_step_fix_env(s, p, i, actions):
-    """libm's sin and cos of theta for the envs the draft left NaN."""
-    if s.cos_theta[i] != s.cos_theta[i]:
-        theta = s.theta[i]
-        s.cos_theta[i] = math.cos(theta)
-        s.sin_theta[i] = math.sin(theta)
-
-
-@exact
 def pre_step_env(s, p, i, actions):
     """sin and cos of theta from libm, for a step taken one env at a time (the collectors):
     one env's draft costs more than glibc's ``sincos``, and pays off only on SIMD lanes."""
     theta = s.theta[i]
     s.cos_theta[i] = math.cos(theta)
     s.sin_theta[i] = math.sin(theta)
+
+
+@exact
+def pre_step_fix_env(s, p, i, actions):
+    """libm's values for the envs the draft left NaN."""
+    if s.cos_theta[i] != s.cos_theta[i]:
+        pre_step_env(s, p, i, actions)
 
 
 @exact

@@ -57,7 +57,7 @@ from gymnasium import spaces
 
 from games import mountain_car as _mountain_car
 from games.mountain_car import check_mountain_params
-from vecsim.contract import box_finite, no_mask, param
+from vecsim.contract import allocate_float_fields, box_finite, no_mask, param
 from vecsim.fastmath import sincos_f32
 from vecsim.jit import exact, fast
 from vecsim.rng import uniform
@@ -95,9 +95,18 @@ class Params(NamedTuple):
     reset_high: float = -0.4
 
 
-State = _mountain_car.State  # the same car: position and velocity
+class State(NamedTuple):
+    """The same car as MountainCar-v0's, without its scratch field."""
+
+    position: np.ndarray  # (N,) float64 car position along the x-axis [m]
+    velocity: np.ndarray  # (N,) float64 car velocity [m/step]
+
+
 PHYSICAL_STATE = State._fields
-allocate_state = _mountain_car.allocate_state
+
+
+def allocate_state(num_envs: int, float_dtype, params=None) -> State:
+    return allocate_float_fields(State, num_envs, float_dtype)
 
 
 def check_params(values: dict) -> None:

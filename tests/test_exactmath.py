@@ -1,8 +1,9 @@
-"""``games._exactmath.sincos_small``: glibc's sin and cos where it says so, libm's job elsewhere.
+"""``games._exactmath.sincos_small`` and ``cos_wide``: glibc's values where they say so.
 
-CartPole's float64 step takes sin and cos of theta from it (libm where it is unsure) and must
-stay bit for bit Gymnasium's ``math.sin``/``math.cos``: these tests compare against the C
-library over tens of millions of arguments, and check that the fast path really is taken.
+CartPole's float64 step takes sin and cos of theta from ``sincos_small``, MountainCar's
+cos(3 * position) from ``cos_wide`` (libm where they are unsure), and both must stay bit for
+bit Gymnasium's ``math.sin``/``math.cos``: these tests compare against the C library over tens
+of millions of arguments, and check that the fast path really is taken.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from games._exactmath import LIBM_IS_GLIBC, sincos_small
+from games._exactmath import LIBM_IS_GLIBC, cos_wide, sincos_small
 
 pytestmark = pytest.mark.skipif(not LIBM_IS_GLIBC, reason="the margins of sincos_small are glibc's")
 
@@ -64,3 +65,37 @@ def test_unsure_share_is_small_where_the_pole_is_up():
     x = np.random.default_rng(9).uniform(-0.21, 0.21, 1_000_000)
     _, sure = _compare(x)
     assert 1 - sure / x.size < 0.08, f"{1 - sure / x.size:.1%} of arguments went to libm"
+
+
+@njit(parallel=False, cache=False)
+def _compare_cos(x):
+    """(arguments where a sure ``cos_wide`` value differs from libm, how many were sure)."""
+    wrong = np.zeros(x.shape[0], np.bool_)
+    sure_count = 0
+    for i in range(x.shape[0]):
+        c, sure = cos_wide(x[i])
+        if sure:
+            sure_count += 1
+            wrong[i] = c != math.cos(x[i])
+    return wrong, sure_count
+
+
+def test_cos_wide_sure_values_are_the_c_librarys_bit_for_bit():
+    rng = np.random.default_rng(11)
+    near = (np.pi / 2 * np.arange(-2, 3))[:, None] + rng.uniform(-1e-4, 1e-4, (5, 400_000))
+    for x in (rng.uniform(-4.0, 4.0, 10_000_000), rng.uniform(-3.6, 1.8, 5_000_000), near.ravel(),
+              _arguments(2_000_000, 12)):
+        wrong, sure = _compare_cos(x)
+        assert not wrong.any(), f"cos_wide differs from libm at x={x[wrong][:5].tolist()}"
+        assert sure > 0.85 * x.size, f"only {sure} of {x.size} arguments were sure"
+
+
+def test_cos_wide_edges_and_odd_values():
+    half_pi = [k * np.pi / 2 for k in range(-2, 3)]
+    edges = [4.0, np.nextafter(4.0, 0.0), np.nextafter(4.0, 5.0), 0.0, 5e-324, 1e-300, 2.0**-30, 1.0, 0.5,
+             np.pi, 3.6, 1.8, 10.0, 1e300, math.inf, math.nan] + half_pi + [np.nextafter(v, 9.0) for v in half_pi]
+    x = np.array(edges + [-v for v in edges])
+    sure = np.array([cos_wide(v)[1] for v in x])
+    assert not sure[~(np.abs(x) <= 4.0)].any(), "sure outside [-4, 4] or for NaN"
+    wrong, _ = _compare_cos(x)
+    assert not wrong.any(), f"cos_wide differs from libm at x={x[wrong].tolist()}"

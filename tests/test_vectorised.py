@@ -5,9 +5,9 @@ the loop touches is cheap enough; one more array in the loop, or one 64-bit arra
 32-bit ones, silently halves the lanes or turns the loop scalar (see README, "Where the time
 goes"). These tests compile a game's parallel and serial step kernels in a fresh process with
 an empty cache and read the optimised LLVM IR: the divisions of the step must be vector divisions.
-CartPole in both precisions (in float64 also the pass that drafts sin and cos of theta); Pendulum
-and both MountainCars in float32 (their float64 steps call the C library's trigonometry, as
-Gymnasium's do, and stay scalar). Acrobot's float32 step is scalar too:
+CartPole and MountainCar in both precisions (in float64 also the pass that drafts their sines and
+cosines); Pendulum and MountainCarContinuous in float32 (their float64 steps call the C
+library's trigonometry, as Gymnasium's do, and stay scalar). Acrobot's float32 step is scalar too:
 LLVM declines to inline a function that large into the loop, and Numba-level inlining into a
 ``prange`` body made the parallel kernel's results differ from the serial one's (Numba 0.68).
 """
@@ -44,6 +44,7 @@ def _widest(ir: str, op: str, kind: str) -> int:
 @pytest.mark.parametrize("game, precision, op, lanes", [
     ("CartPole-v1", "float32", "fdiv", "<8 x float>"),
     ("CartPole-v1", "float64", "fdiv", "<4 x double>"),
+    ("MountainCar-v0", "float64", "fmul", "<4 x double>"),
     # Pendulum's divisions involve constants only and leave the loop: its products stay.
     ("Pendulum-v1", "float32", "fmul", "<8 x float>"),
     ("MountainCar-v0", "float32", "fmul", "<8 x float>"),
@@ -66,8 +67,8 @@ def test_step_loop_is_vectorised(tmp_path, game, precision, op, lanes):
         widest = _widest(ir, op, kind)
         assert widest, f"no {op} found in the {name} kernel's dumped IR"
         assert widest >= int(want), f"the {game} {precision} {name} step loop is not vectorised {lanes} wide"
-        if game == "CartPole-v1" and precision == "float64":
-            # The draft pass of sin and cos (games._exactmath.sincos_small) takes the exponent
-            # of sin's result with an integer mask: on SIMD lanes, that mask is a vector "and".
+        if game in ("CartPole-v1", "MountainCar-v0") and precision == "float64":
+            # The draft pass of the trigonometry (games._exactmath.sincos_small, cos_wide)
+            # takes the exponent of a result with an integer mask: on SIMD lanes, a vector "and".
             draft = re.findall(rf"= and <(\d+) x i64> [^\n]*\b{0x7FF0000000000000}\b", ir)
             assert draft and max(map(int, draft)) >= int(want), f"the {name} sin/cos draft pass is not vectorised"

@@ -49,8 +49,8 @@ import numpy as np
 from numba import njit, prange
 
 from vecsim.jit import (MAX_ELAPSED as _MAX_ELAPSED, address_of, c_array_at, c_distinct_array_at, f_array_at,
-                        f_distinct_array_at, kernel_options, overlaps, reset_and_write, step_and_write,
-                        step_run_and_write)
+                        f_distinct_array_at, kernel_options, overlaps, pre_step_draft_run, reset_and_write,
+                        step_and_write, step_run_and_write)
 from vecsim.rng import seed_env
 from games._bits import ctz
 
@@ -77,6 +77,9 @@ _step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
 _reset_and_write = reset_and_write(_game, "WRITE_MASK")
 # The steps of a run of ENVS_PER_CALL envs in one call (vecsim.jit.step_run_and_write).
 _step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
+_draft_run = pre_step_draft_run(_game, "PRECISION")  # DRAFT RUN (kept for games with a pre_step_fix_env)
+# Envs a call of _draft_run drafts in a parallel kernel (a serial one drafts all in one call).
+_DRAFT_RUN = 1024
 
 
 @njit(**OPTS_SERIAL)
@@ -172,16 +175,21 @@ def step_MODE(mode, max_steps, actions, step_table):
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
                                  masks, obs, np.bool_(False))
-    # PRE STEP BEGIN (kept only for games with a pre_step_env)
+    # PRE STEP BEGIN (kept only for games with a pre_step_env and no pre_step_fix_env)
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        _game.PRE_STEP_PASS(s, p, np.uint64(i), STEP_ACTIONS)
+        _game.pre_step_env(s, p, np.uint64(i), STEP_ACTIONS)
     # PRE STEP END
-    # PRE STEP FIX BEGIN (kept only for games with a pre_step_fix_env; PRE_STEP_PASS is then its draft)
+    # PRE STEP DRAFT BEGIN (kept only for games with a pre_step_fix_env: the draft, then the fix)
+    runs = (n + _DRAFT_RUN - 1) // _DRAFT_RUN if PARALLEL_MODE else 1
+    for c in prange(runs):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        lo = c * _DRAFT_RUN
+        _draft_run(s, p, lo, min(n, lo + _DRAFT_RUN) if PARALLEL_MODE else n, STEP_ACTIONS)
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         _game.pre_step_fix_env(s, p, np.uint64(i), STEP_ACTIONS)
-    # PRE STEP FIX END
+    # PRE STEP DRAFT END
     # STEP PER ENV BEGIN (kept for games with ENVS_PER_CALL = 1: this loop vectorises; its
     # bookkeeping after the step is repeated in vecsim.jit.step_run_and_write)
     for i in prange(n):

@@ -133,12 +133,12 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=(), 
     text = re.sub(r"\bPARAM_ROWS\b", param_rows, text)
     text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
     text = re.sub(r"\bWRITE_MASK\b", mask_fn, text)
-    if fast or not hasattr(mod, "pre_step_env"):  # no empty parallel region
-        text = re.sub(r"    # PRE STEP BEGIN.*?# PRE STEP END\n", "", text, flags=re.S)
     two_pass = not fast and hasattr(mod, "pre_step_fix_env")
+    if fast or two_pass or not hasattr(mod, "pre_step_env"):  # no empty parallel region
+        text = re.sub(r"    # PRE STEP BEGIN.*?# PRE STEP END\n", "", text, flags=re.S)
     if not two_pass:
-        text = re.sub(r"    # PRE STEP FIX BEGIN.*?# PRE STEP FIX END\n", "", text, flags=re.S)
-    text = re.sub(r"\bPRE_STEP_PASS\b", "pre_step_draft_env" if two_pass else "pre_step_env", text)
+        text = re.sub(r"    # PRE STEP DRAFT BEGIN.*?# PRE STEP DRAFT END\n", "", text, flags=re.S)
+        text = re.sub(r"\n_draft_run = .*# DRAFT RUN .*", "", text)
     text = re.sub(r"\bSTEP_ACTIONS\b", "acts32" if discrete else "actions", text)
     if not discrete:
         text = re.sub(r"\n *acts32\[i\] = actions\[i\]  # NARROW ACTIONS.*", "", text)

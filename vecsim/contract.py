@@ -76,9 +76,10 @@ Optionally:
     calls moved out the step loop does, bit for bit the same results.
 ``pre_step_draft_env(s, p, i, actions)`` and ``pre_step_fix_env(s, p, i, actions)``
     With ``pre_step_env``: the same work in two passes for the batched step kernel, which runs
-    the draft over every env and then the fix over every env. The draft is plain arithmetic
-    (its loop vectorises) and may leave a mark in scratch state where it cannot produce the
-    exact value; the fix calls the library there. Draft then fix on one env must store exactly
+    the draft over every env (through ``vecsim.jit.pre_step_draft_run``, a run of envs a call)
+    and then the fix over every env. The draft is plain arithmetic (its loop vectorises) and
+    may leave a mark in scratch state where it cannot produce the exact value; the fix calls
+    the library there. Draft then fix on one env must store exactly
     what ``pre_step_env`` stores (the collectors, which step env by env, call that).
 ``prepare_params(given: dict) -> dict``
     Turn user arguments into ``Params`` numbers before validation (named choices such as

@@ -130,6 +130,30 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
         return _FUSED[key]
 
 
+def pre_step_draft_run(game_module, precision: str):
+    """The njit function ``f(s, p, lo, hi, actions)``: a game's ``pre_step_draft_env`` for
+    envs ``lo`` to ``hi - 1``, inlined into the loop by Numba so that LLVM vectorises it.
+
+    The batched step kernels call it once (serial) or once a run of envs (parallel) instead of
+    calling the draft per env: LLVM declines to inline a draft as large as
+    ``games._exactmath.cos_wide`` into a kernel's loop, and Numba's own inlining into a
+    ``prange`` body dropped its stores (Numba 0.68). The loop reads and writes few arrays, so
+    LLVM's run-time overlap check stays cheap. One function per game and precision."""
+    key = (game_module.__name__, "pre_step_draft_run", precision)
+    with _FUSED_LOCK:
+        if key not in _FUSED:
+            opts = dict(kernel_options(precision, False), cache=False)
+            draft = _inline_copy(game_module.pre_step_draft_env, opts)
+
+            @njit(**opts)
+            def run(s, p, lo, hi, actions):
+                for i in range(lo, hi):
+                    draft(s, p, np.uint64(i), actions)
+
+            _FUSED[key] = run
+        return _FUSED[key]
+
+
 #: Where an episode's step count saturates (``elapsed`` is int32).
 MAX_ELAPSED = 2**31 - 1
 
