@@ -135,6 +135,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from vecsim import buffers as placed
 from vecsim.jit import exact
 
 REQUIRED = (
@@ -191,8 +192,9 @@ def box_finite(actions, i):
 
 
 def allocate_float_fields(state_cls, num_envs: int, float_dtype) -> tuple:
-    """Allocate one ``(num_envs,)`` float array per field of ``state_cls``."""
-    return state_cls(*(np.zeros(num_envs, dtype=float_dtype) for _ in state_cls._fields))
+    """Allocate one ``(num_envs,)`` float array per field of ``state_cls``, placed apart in the
+    cache (``vecsim.buffers``)."""
+    return state_cls(*(placed.zeros(num_envs, float_dtype) for _ in state_cls._fields))
 
 
 @dataclass(frozen=True)

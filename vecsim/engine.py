@@ -14,7 +14,7 @@ import numba
 import numpy as np
 from gymnasium import spaces
 
-from vecsim import calibration
+from vecsim import buffers as placed, calibration
 from vecsim._codegen import address_table, load_kernels, table_specs
 from vecsim.contract import GameSpec
 from vecsim.jit import threading_layer
@@ -276,25 +276,26 @@ class Engine:
         # store consecutive envs at consecutive addresses. Gymnasium's copy=True copies them
         # in their own layout (order="K"), a plain memcpy.
         order = mod.OBS_ORDER
-        self.obs = np.zeros((n, self.obs_dim), dtype=self.obs_dtype, order=order)
-        self.rewards = np.zeros(n, dtype=self._float)
-        self.terminals = np.zeros(n, dtype=np.bool_)
-        self.truncations = np.zeros(n, dtype=np.bool_)
+        # Placed apart within a page (vecsim.buffers): the step loop walks them in lockstep.
+        self.obs = placed.zeros((n, self.obs_dim), self.obs_dtype, order=order)
+        self.rewards = placed.zeros(n, self._float)
+        self.terminals = placed.zeros(n, np.bool_)
+        self.truncations = placed.zeros(n, np.bool_)
         if buffers:
             self._adopt_buffers(buffers)
-        self.final_obs = np.zeros((n, self.obs_dim), dtype=self.obs_dtype, order=order)
+        self.final_obs = placed.zeros((n, self.obs_dim), self.obs_dtype, order=order)
         # Zero-padded to whole 64-env words, so the step kernel can read it 8 flags at a time.
-        self._needs_pad = np.zeros((n + 63) // 64 * 64, dtype=np.bool_)
+        self._needs_pad = placed.zeros((n + 63) // 64 * 64, np.bool_)
         self.needs_reset = self._needs_pad[:n]
-        self.has_final = np.zeros(n, dtype=np.bool_)
-        self.elapsed = np.zeros(n, dtype=np.int32)  # steps in the episode (saturating)
-        self.rng = np.zeros((n, 2), dtype=np.uint64)
-        self.events = np.zeros((n, len(self.event_names)), dtype=np.int64)
-        self.masks = np.ones((n, self.n_mask), dtype=np.bool_)
+        self.has_final = placed.zeros(n, np.bool_)
+        self.elapsed = placed.zeros(n, np.int32)  # steps in the episode (saturating)
+        self.rng = placed.zeros((n, 2), np.uint64)
+        self.events = placed.zeros((n, len(self.event_names)), np.int64)
+        self.masks = placed.ones((n, self.n_mask), np.bool_)
         self._P = P
         # Kernel scratch: the envs due for reset, zero-padded like needs_reset (copied 8 flags at a time).
-        self._was_pad = np.zeros_like(self._needs_pad)
-        self._acts32 = np.zeros(n, dtype=np.int32)  # kernel scratch: checked discrete actions
+        self._was_pad = placed.zeros(self._needs_pad.shape, np.bool_)
+        self._acts32 = placed.zeros(n, np.int32)  # kernel scratch: checked discrete actions
         # Filled by every step_no_reset: the envs that finished, for StepResult.to_reset_mask.
         self._done_mask = ResetMask(n)
         self._seeds = np.full(n, -1, dtype=np.int64)

@@ -57,6 +57,7 @@ from games.tetris.rules import (
 # A module alias, not ``from ... import``: planners.tetris imports this package's rules, and
 # the names are looked up when the kernels compile, after both modules finished importing.
 import planners.tetris as _planner  # noqa: E402
+from vecsim import buffers as placed
 from vecsim.contract import discrete_ok, param
 from vecsim.jit import exact
 
@@ -184,16 +185,16 @@ def allocate_state(num_envs: int, float_dtype, params=None) -> State:
     a = n_actions(p) if _mode(p) == REACH else 0
     reach = _mode(p) == REACH
     state = State(
-        cells=np.zeros((n, H, W), np.uint8), rows=np.zeros((n, H), np.uint16), piece=np.zeros(n, np.int8),
-        rot=np.zeros(n, np.int8), y=np.zeros(n, np.int16), x=np.zeros(n, np.int16),
-        queue=np.zeros((n, QUEUE_SLOTS), np.int8), hold=np.full(n, NONE, np.int8), can_hold=np.ones(n, np.bool_),
-        bag=np.zeros((n, 7), np.int8), bag_pos=np.full(n, 7, np.int8), feat=np.zeros((n, N_FEATURES), np.int16),
-        cost=np.full((n, a), -1, np.int16), plan_bits=np.zeros((n, _planner.SCRATCH if reach else 0), np.int16),
-        plan_rows=np.zeros((n, 2 if reach else 0), np.int64), plan_live_parent=np.zeros((n, a), np.int16),
-        plan_live_input=np.zeros((n, a), np.int8), plan_lock_parent=np.zeros((n, a), np.int16),
-        plan_lock_input=np.zeros((n, a), np.int8),
-        scratch_rows=np.zeros((n, H), np.uint16), scratch_feat=np.zeros((n, N_FEATURES), np.int16),
-        scratch_cols=np.zeros((n, SCRATCH_COLS), np.int64),
+        cells=placed.zeros((n, H, W), np.uint8), rows=placed.zeros((n, H), np.uint16),
+        piece=placed.zeros(n, np.int8), rot=placed.zeros(n, np.int8), y=placed.zeros(n, np.int16),
+        x=placed.zeros(n, np.int16), queue=placed.zeros((n, QUEUE_SLOTS), np.int8),
+        hold=placed.full(n, NONE, np.int8), can_hold=placed.ones(n, np.bool_), bag=placed.zeros((n, 7), np.int8),
+        bag_pos=placed.full(n, 7, np.int8), feat=placed.zeros((n, N_FEATURES), np.int16),
+        cost=placed.full((n, a), -1, np.int16), plan_bits=placed.zeros((n, _planner.SCRATCH if reach else 0), np.int16),
+        plan_rows=placed.zeros((n, 2 if reach else 0), np.int64), plan_live_parent=placed.zeros((n, a), np.int16),
+        plan_live_input=placed.zeros((n, a), np.int8), plan_lock_parent=placed.zeros((n, a), np.int16),
+        plan_lock_input=placed.zeros((n, a), np.int8), scratch_rows=placed.zeros((n, H), np.uint16),
+        scratch_feat=placed.zeros((n, N_FEATURES), np.int16), scratch_cols=placed.zeros((n, SCRATCH_COLS), np.int64),
     )
     return state
 

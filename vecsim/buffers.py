@@ -1,0 +1,79 @@
+"""Per-env arrays that start at different offsets within a 4 KiB page.
+
+A step loop walks a dozen or more ``(num_envs, ...)`` arrays in lockstep: element ``i`` of
+each. Arrays of a few KiB and more come from the allocator at nearly the same offset within
+a page (heap chunks of equal size one after another, or fresh pages), so element ``i`` of every
+array falls into the same few sets of the L1 cache (64 sets of 64 bytes, 8 ways on the CPUs
+vecsim is measured on) and shares the low 12 address bits that the CPU uses to match loads
+with earlier stores ("4K aliasing"). With more arrays than ways the loop evicts its own lines
+every step. Measured on CartPole float32 at 16384 envs (serial ``step_no_reset`` loop): 225M
+steps/s where the arrays sat within 144 bytes of each other modulo 4 KiB, against 350M where
+the allocator happened to spread them (the same code, engines made one after another).
+
+``zeros``, ``ones`` and ``full`` place array ``k`` of the process (counted across calls) at
+offset ``(k * 17 * 64) mod 4096`` from a page boundary: successive arrays are 1088 bytes apart
+within a page, and 64 arrays in a row start on 64 different cache lines of it. Arrays smaller
+than a page are allocated as NumPy would (they cannot collide with themselves, and a batch that
+small fits in the L1 cache).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+__all__ = ["PAGE", "zeros", "ones", "full"]
+
+#: Bytes of a page; also the smallest array that is placed.
+PAGE = 4096
+_LINE = 64
+#: Offset step between successive arrays: an odd number of cache lines, so that the offsets
+#: cycle through all 64 lines of a page.
+_STEP = 17 * _LINE
+_slots = itertools.count()
+
+
+def _placed(shape, dtype, order: str) -> np.ndarray | None:
+    """A zeroed array of ``shape`` at the next slot's offset in a page, or None if under a page."""
+    dtype = np.dtype(dtype)
+    shape = tuple(int(s) for s in (shape if isinstance(shape, tuple) else (shape,)))
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < PAGE:
+        return None
+    offset = next(_slots) * _STEP % PAGE
+    raw = np.zeros(nbytes + 2 * PAGE, dtype=np.uint8)  # calloc: untouched pages stay unmapped
+    start = -raw.ctypes.data % PAGE + offset
+    flat = raw[start:start + nbytes].view(dtype)
+    return flat.reshape(shape, order=order)
+
+
+def zeros(shape, dtype, order: str = "C") -> np.ndarray:
+    """``np.zeros(shape, dtype, order)``, placed apart from the arrays allocated before it.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    dtype : data-type
+    order : {"C", "F"}
+
+    Returns
+    -------
+    ndarray
+        Contiguous in ``order``, writeable; a view of a private buffer that no other array
+        shares, so the engine's overlap checks see it as apart from every other array.
+    """
+    arr = _placed(shape, dtype, order)
+    return np.zeros(shape, dtype=dtype, order=order) if arr is None else arr
+
+
+def full(shape, fill_value, dtype, order: str = "C") -> np.ndarray:
+    """``np.full(shape, fill_value, dtype, order)``, placed as ``zeros`` places it."""
+    arr = zeros(shape, dtype, order)
+    arr.fill(fill_value)
+    return arr
+
+
+def ones(shape, dtype, order: str = "C") -> np.ndarray:
+    """``np.ones(shape, dtype, order)``, placed as ``zeros`` places it."""
+    return full(shape, 1, dtype, order)
