@@ -97,7 +97,7 @@ def test_the_collector_has_its_own_thresholds_where_a_game_declares_them(no_thre
     cartpole, tetris = vecsim.resolve("CartPole-v1"), vecsim.resolve("Tetris-v0")
     assert parallel_min_envs(cartpole, 1, "float64", threads=2, collect=True) == 256
     assert parallel_min_envs(cartpole, 1, "float32", threads=2, collect=True) == 384
-    assert parallel_min_envs(cartpole, 1, "float64", threads=2) == 3072
+    assert parallel_min_envs(cartpole, 1, "float64", threads=2) == 8192
     assert parallel_min_envs(tetris, 1, "float64", threads=2, collect=True) == 64  # none declared: the engine's
     assert parallel_min_envs(cartpole, 1, "float64", threads=1, collect=True) is None
 
