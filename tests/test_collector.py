@@ -349,6 +349,28 @@ def test_prefetch_returns_the_same_batches():
     assert got[0].observations is got[2].observations  # two sets alternate
 
 
+def test_prefetch_leaves_the_caller_one_of_numbas_threads():
+    import numba
+
+    seen = []  # (thread name, Numba threads) at each policy call
+
+    def policy(obs, masks):
+        seen.append((threading.current_thread().name, numba.get_num_threads()))
+        return cartpole_policy(obs, masks)
+
+    threads = numba.get_num_threads()
+    with EpisodeCollector(CARTPOLE, 8, 20, policy, 2, prefetch=True) as collector:
+        collector.request_episodes(8)  # collected here, then the next one in the background
+        second = collector.request_episodes(8)  # collected in the background
+        assert numba.get_num_threads() == threads  # the caller's own setting is untouched
+        background = {n for name, n in seen if name == "vecsim-collector-prefetch"}
+        foreground = {n for name, n in seen if name == threading.current_thread().name}
+        assert background == {max(1, threads - 1)} and foreground == {threads}
+        with EpisodeCollector(CARTPOLE, 8, 20, cartpole_policy, 2) as plain:
+            plain.request_episodes(8)
+            assert_same_batch(second, plain.request_episodes(8))
+
+
 def test_prefetch_thread_ends_with_close():
     before = threading.active_count()
     collector = EpisodeCollector(CARTPOLE, 4, 100, "random", 0, prefetch=True)

@@ -13,6 +13,10 @@ reports the ratio itself.
     Issue #4: Tetris-v0 (classic preset, drop mode) with a batched *Python* policy, uniform
     over the legal placements of each row (``random_legal``), against a single env that plays
     random legal placements from ``info["action_mask"]``.
+``TetrisInKernelRandomCollector``
+    The same setting with ``policy="random"``: uniform legal placements drawn inside the
+    kernel, no Python per step. No policy called from Python can collect faster, so its
+    ``track_speedup_over_single_env`` bounds what ``TetrisCollector`` can reach.
 ``TetrisDellacherieCollector``
     The same Tetris setting with the Dellacherie agent inside the kernel
     (``games.tetris.BatchedTetrisCollector``): a whole batch is one kernel call.
@@ -95,6 +99,14 @@ def steps_per_second(collector, seconds: float = 0.5) -> float:
         elapsed = time.perf_counter() - start
         if elapsed >= seconds:
             return steps / elapsed
+
+
+def speedup_over_single_env(collector, single: SingleEnvLoop, batch_steps: int) -> float:
+    """Collector steps/s over single-env loop steps/s, measured one after the other."""
+    rate = steps_per_second(collector)
+    start = time.perf_counter()
+    single.run(batch_steps)
+    return rate / (batch_steps / (time.perf_counter() - start))
 
 
 class _CollectorBench:
@@ -183,11 +195,32 @@ class TetrisCollector(_CollectorBench):
         self.single.run(self.batch_steps)
 
     def track_speedup_over_single_env(self, num_workers, prefetch):
-        """Collector steps/s over single-env loop steps/s, measured one after the other."""
-        collector = steps_per_second(self.collector)
-        start = time.perf_counter()
+        return speedup_over_single_env(self.collector, self.single, self.batch_steps)
+
+    track_speedup_over_single_env.unit = "x"
+
+
+class TetrisInKernelRandomCollector(_CollectorBench):
+    """Uniform legal placements drawn inside the kernel (``policy="random"``), B=512, K=256: the
+    speed of this collection with a policy that costs nothing, against the same single env."""
+
+    params = ((512,),)
+    param_names = ("num_workers",)
+
+    def setup(self, num_workers):
+        self.collector = EpisodeCollector(TETRIS, num_workers, MAX_STEPS, "random", seed=SEED, **TETRIS_RULES)
+        self._warm()
+        self.single = tetris_single_env()
+        self.single.run(100)
+
+    def time_request_episodes(self, num_workers):
+        self.collector.request_episodes(NUM_EPISODES)
+
+    def time_python_single_env_loop(self, num_workers):
         self.single.run(self.batch_steps)
-        return collector / (self.batch_steps / (time.perf_counter() - start))
+
+    def track_speedup_over_single_env(self, num_workers):
+        return speedup_over_single_env(self.collector, self.single, self.batch_steps)
 
     track_speedup_over_single_env.unit = "x"
 
