@@ -61,6 +61,12 @@ def test_bad_shapes_are_refused_by_name():
         buffers.zeros((-5, 2), np.float64)
     with pytest.raises(TypeError):
         buffers.zeros(4096, "not a dtype")
+    with pytest.raises(TypeError, match="integer"):
+        buffers.zeros((4096.5, 2), np.float64)
+
+
+def test_shapes_may_be_lists_as_in_numpy():
+    assert buffers.zeros([1024, 4], np.float32).shape == (1024, 4)
 
 
 def test_an_engines_step_arrays_are_placed_apart():

@@ -20,6 +20,7 @@ small fits in the L1 cache).
 from __future__ import annotations
 
 import itertools
+import operator
 
 import numpy as np
 
@@ -37,7 +38,7 @@ _slots = itertools.count()
 def _placed(shape, dtype, order: str) -> np.ndarray | None:
     """A zeroed array of ``shape`` at the next slot's offset in a page, or None if under a page."""
     dtype = np.dtype(dtype)
-    shape = tuple(int(s) for s in (shape if isinstance(shape, tuple) else (shape,)))
+    shape = tuple(operator.index(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if nbytes < PAGE:
         return None
@@ -53,7 +54,7 @@ def zeros(shape, dtype, order: str = "C") -> np.ndarray:
 
     Parameters
     ----------
-    shape : int or tuple of int
+    shape : int or sequence of int
     dtype : data-type
     order : {"C", "F"}
 
