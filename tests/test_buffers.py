@@ -63,6 +63,9 @@ def test_bad_shapes_are_refused_by_name():
         buffers.zeros(4096, "not a dtype")
     with pytest.raises(TypeError, match="integer"):
         buffers.zeros((4096.5, 2), np.float64)
+    for shape in (8, 4096):  # under a page and placed: the same refusal
+        with pytest.raises(ValueError, match="order='K'"):
+            buffers.zeros(shape, np.float64, order="K")
 
 
 def test_shapes_may_be_lists_as_in_numpy():

@@ -37,6 +37,8 @@ _slots = itertools.count()
 
 def _placed(shape, dtype, order: str) -> np.ndarray | None:
     """A zeroed array of ``shape`` at the next slot's offset in a page, or None if under a page."""
+    if order not in ("C", "F"):
+        raise ValueError(f"order must be 'C' or 'F', but got order={order!r}")
     dtype = np.dtype(dtype)
     shape = tuple(operator.index(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
