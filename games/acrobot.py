@@ -30,7 +30,7 @@ Version History
 One step is one classical Runge-Kutta step of length ``dt`` over the equations of motion
 (``_dsdt``), then angles wrapped to [-pi, pi] and velocities bounded, in Gymnasium's operation
 order. Its ``x**2`` on NumPy and Python scalars is the C library's ``pow(x, 2.0)``, which
-differs from ``x * x`` in the last bit for about 1 value in 1,000 (see ``games._exactmath``).
+differs from ``x * x`` in the last bit for about 1 value in 1,000 (see ``vecsim.core.exactmath``).
 """
 
 from __future__ import annotations
@@ -41,27 +41,20 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from games._exactmath import pow64
-from vecsim import render as draw
-from vecsim.contract import allocate_float_fields, discrete_ok, no_mask, param
-from vecsim.fastmath import sincos, sincos_f32
-from vecsim.jit import exact, fast
-from vecsim.rng import uniform
+from vecsim.core import draw
+from vecsim.core.contract import KernelHints, allocate_float_fields, param
+from vecsim.core.exactmath import pow64
+from vecsim.core.fastmath import sincos, sincos_f32
+from vecsim.core.jit import exact, fast
+from vecsim.core.rng import uniform
 
 NAME = "Acrobot"
 ENV_ID = "Acrobot-v1"
 MAX_EPISODE_STEPS = 500
 REWARD_THRESHOLD = -100.0
-OBS_ORDER = "F"
-EVENTS = ()
-HAS_ACTION_MASK = False
+# Runs of 16 envs a call: its RK4 step is too large for LLVM to inline into a loop over envs.
+KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True, envs_per_call=16)
 PARALLEL_MIN_ENVS = 32  # measured crossover of the serial and parallel kernels on 2 cores (on one thread: serial)
-STEP_USES_RNG = False  # step_env draws nothing and touches only env i
-WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
-# Its RK4 step is too large for LLVM to inline into a loop over envs, so the loop never
-# vectorises: stepping 16 envs a call (the step then inlined into that call's loop) measured
-# 1.16x faster in float32 and 1.10x in float64 at 4096 envs, 1.10x / 1.03x at 256.
-ENVS_PER_CALL = 16
 RENDER_FPS = 15
 
 _PI = math.pi
@@ -91,9 +84,6 @@ class State(NamedTuple):
     dtheta2: np.ndarray  # (N,) float64 angular velocity of link 2 [rad/s]
 
 
-PHYSICAL_STATE = State._fields
-
-
 def allocate_state(num_envs: int, float_dtype, params=None) -> State:
     return allocate_float_fields(State, num_envs, float_dtype)
 
@@ -119,14 +109,6 @@ def observation_space(p: Params) -> spaces.Box:
 
 def action_space(p: Params) -> spaces.Discrete:
     return spaces.Discrete(3)
-
-
-@exact
-def action_ok(p, actions, i):
-    return discrete_ok(actions, i, 3)
-
-
-write_mask = no_mask
 
 
 @exact

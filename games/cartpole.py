@@ -21,7 +21,7 @@ Version History
     v1 (vecsim 0.1): Gymnasium CartPole-v1 bit for bit in float64.
 
 Physics in float64 with the same operation order as Gymnasium (bitwise equal results). The
-step's sin and cos of theta come from ``games._exactmath.sincos_small`` (glibc's values in
+step's sin and cos of theta come from ``vecsim.core.exactmath.sincos_small`` (glibc's values in
 arithmetic that vectorises, libm for the few it cannot promise). ``step_env_fast`` is the
 float32 variant with polynomial trigonometry used by ``precision="float32"``.
 """
@@ -34,20 +34,18 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from games._exactmath import LIBM_IS_GLIBC, sincos_small
-from vecsim import render as draw
-from vecsim.contract import allocate_float_fields, discrete_ok, no_mask, param
-from vecsim.fastmath import sincos_f32
-from vecsim.jit import exact, fast
-from vecsim.rng import uniform
+from vecsim.core import draw
+from vecsim.core.contract import KernelHints, allocate_float_fields, param
+from vecsim.core.exactmath import LIBM_IS_GLIBC, sincos_small
+from vecsim.core.fastmath import sincos_f32
+from vecsim.core.jit import exact, fast
+from vecsim.core.rng import uniform
 
 NAME = "CartPole"
 ENV_ID = "CartPole-v1"
 MAX_EPISODE_STEPS = 500
 REWARD_THRESHOLD = 475.0
-OBS_ORDER = "F"
-EVENTS = ()
-HAS_ACTION_MASK = False
+KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
 # Measured crossovers of the serial and parallel kernels on 2 cores (`vecsim calibrate`,
 # 2026-11-22, after the serial step loop began to vectorise: it steps 4096 float32 envs in about
 # 8 us, so two threads pay off from 8192 float32 envs). Float64, with sin and cos of theta drafted
@@ -87,8 +85,6 @@ class State(NamedTuple):
 
 
 PHYSICAL_STATE = ("x", "x_dot", "theta", "theta_dot")
-STEP_USES_RNG = False  # step_env draws nothing and touches only env i
-WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
 
 
 def allocate_state(num_envs: int, float_dtype, params=None) -> State:
@@ -112,14 +108,6 @@ def observation_space(p: Params) -> spaces.Box:
 
 def action_space(p: Params) -> spaces.Discrete:
     return spaces.Discrete(2)
-
-
-@exact
-def action_ok(p, actions, i):
-    return discrete_ok(actions, i, 2)
-
-
-write_mask = no_mask
 
 
 @exact

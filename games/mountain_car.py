@@ -40,27 +40,23 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from games._exactmath import LIBM_IS_GLIBC, cos_wide, np_clip
-from vecsim import render as draw
-from vecsim.contract import allocate_float_fields, discrete_ok, no_mask, param
-from vecsim.fastmath import sincos_f32
-from vecsim.jit import exact, fast
-from vecsim.rng import uniform
+from vecsim.core import draw
+from vecsim.core.contract import KernelHints, allocate_float_fields, param
+from vecsim.core.exactmath import LIBM_IS_GLIBC, cos_wide, np_clip
+from vecsim.core.fastmath import sincos_f32
+from vecsim.core.jit import exact, fast
+from vecsim.core.rng import uniform
 
 NAME = "MountainCar"
 ENV_ID = "MountainCar-v0"
 MAX_EPISODE_STEPS = 200
 REWARD_THRESHOLD = -110.0
-OBS_ORDER = "F"
-EVENTS = ()
-HAS_ACTION_MASK = False
+KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
 # Measured crossovers of the serial and parallel kernels on 2 cores (`vecsim calibrate`,
 # 2026-11-22): the serial float32 kernel vectorises and steps 4096 envs in about 5 us, so threads
 # pay off only beyond (1.12x at 8192 envs, 1.30x at 16384); float64, once cos(3 * position) was
 # drafted on SIMD lanes too, from 2048 (parallel/serial 0.91x at 1536, 1.08x-1.12x at 2048).
 PARALLEL_MIN_ENVS = {"float64": 2048, "float32": 8192}
-STEP_USES_RNG = False  # step_env draws nothing and touches only env i
-WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
 RENDER_FPS = 30
 
 
@@ -113,14 +109,6 @@ def observation_space(p: Params) -> spaces.Box:
 
 def action_space(p: Params) -> spaces.Discrete:
     return spaces.Discrete(3)
-
-
-@exact
-def action_ok(p, actions, i):
-    return discrete_ok(actions, i, 3)
-
-
-write_mask = no_mask
 
 
 @exact

@@ -55,26 +55,22 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from games import mountain_car as _mountain_car
-from games.mountain_car import check_mountain_params
-from vecsim.contract import allocate_float_fields, box_finite, no_mask, param
-from vecsim.fastmath import sincos_f32
-from vecsim.jit import exact, fast
-from vecsim.rng import uniform
+from vecsim.games import mountain_car as _mountain_car
+from vecsim.core.contract import KernelHints, allocate_float_fields, param
+from vecsim.core.fastmath import sincos_f32
+from vecsim.core.jit import exact, fast
+from vecsim.core.rng import uniform
+from vecsim.games.mountain_car import check_mountain_params
 
 NAME = "MountainCarContinuous"
 ENV_ID = "MountainCarContinuous-v0"
 MAX_EPISODE_STEPS = 999
 REWARD_THRESHOLD = 90.0
-OBS_ORDER = "F"
-EVENTS = ()
-HAS_ACTION_MASK = False
+KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
 # Measured crossovers of the serial and parallel kernels on 2 cores (`vecsim calibrate`, two
 # runs, 2026-11-22: 128 and 512 envs in float64). The serial float32 kernel vectorises too, and
 # two threads won by 6% at most; parallel from 16384, where more cores than two win clearly.
 PARALLEL_MIN_ENVS = {"float64": 512, "float32": 16384}
-STEP_USES_RNG = False  # step_env draws nothing and touches only env i
-WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
 RENDER_FPS = 30
 
 render_rgb = _mountain_car.render_rgb  # the same scene as MountainCar-v0
@@ -102,9 +98,6 @@ class State(NamedTuple):
     velocity: np.ndarray  # (N,) float64 car velocity [m/step]
 
 
-PHYSICAL_STATE = State._fields
-
-
 def allocate_state(num_envs: int, float_dtype, params=None) -> State:
     return allocate_float_fields(State, num_envs, float_dtype)
 
@@ -124,14 +117,6 @@ def observation_space(p: Params) -> spaces.Box:
 
 def action_space(p: Params) -> spaces.Box:
     return spaces.Box(p.min_action, p.max_action, shape=(1,), dtype=np.float32)
-
-
-@exact
-def action_ok(p, actions, i):
-    return box_finite(actions, i)
-
-
-write_mask = no_mask
 
 
 @exact

@@ -31,7 +31,7 @@ meeting an ``np.float32`` is converted to float32) the step computes:
 * ``0.001 * (u**2)``: ``powf(u, 2)`` times ``float32(0.001)``, in float32;
 * ``3.0 / (m * l**2) * u``: ``float32(3.0 / (m * l**2)) * u``, in float32;
 * every other ``x**2`` is the C library's ``pow(x, 2.0)`` in float64, which differs from
-  ``x * x`` in the last bit for about 1 value in 1,000 (see ``games._exactmath``).
+  ``x * x`` in the last bit for about 1 value in 1,000 (see ``vecsim.core.exactmath``).
 
 The state is float64 throughout, as in Gymnasium.
 """
@@ -44,20 +44,18 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from games._exactmath import np_clip, pow32, pow64
-from vecsim import render as draw
-from vecsim.contract import allocate_float_fields, box_finite, no_mask, param
-from vecsim.fastmath import sincos, sincos_f32
-from vecsim.jit import exact, fast
-from vecsim.rng import uniform
+from vecsim.core import draw
+from vecsim.core.contract import KernelHints, allocate_float_fields, param
+from vecsim.core.exactmath import np_clip, pow32, pow64
+from vecsim.core.fastmath import sincos, sincos_f32
+from vecsim.core.jit import exact, fast
+from vecsim.core.rng import uniform
 
 NAME = "Pendulum"
 ENV_ID = "Pendulum-v1"
 MAX_EPISODE_STEPS = 200
 REWARD_THRESHOLD = None
-OBS_ORDER = "F"
-EVENTS = ()
-HAS_ACTION_MASK = False
+KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
 # Measured crossovers of the serial and parallel kernels on 2 cores (`vecsim calibrate`, two
 # runs, 2026-11-22): the libm calls of float64 make 64 envs worth two threads (1.3x). The
 # vectorised float32 step ties two threads up to 16384 envs (1.06x there): parallel from 16384,
@@ -66,8 +64,6 @@ PARALLEL_MIN_ENVS = {"float64": 64, "float32": 16384}
 # The episode collector's serial step is scalar: the sizes measured for the engine when its
 # serial step loop was scalar too.
 COLLECT_PARALLEL_MIN_ENVS = {"float64": 128, "float32": 384}
-STEP_USES_RNG = False  # step_env draws nothing and touches only env i
-WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i]
 RENDER_FPS = 30
 
 
@@ -111,14 +107,6 @@ def observation_space(p: Params) -> spaces.Box:
 
 def action_space(p: Params) -> spaces.Box:
     return spaces.Box(-p.max_torque, p.max_torque, shape=(1,), dtype=np.float32)
-
-
-@exact
-def action_ok(p, actions, i):
-    return box_finite(actions, i)
-
-
-write_mask = no_mask
 
 
 @exact

@@ -9,7 +9,7 @@ the transitions call the same ``blocked``/``rotate``/``drop_row`` functions the 
 so a path the planner returns, played with primitive actions, locks the piece at exactly
 that pose (``tests/test_tetris_planner.py`` checks this on many random boards).
 
-Poses are indexed by anchor: ``(r * H + y) * W + x`` (see ``games.tetris.pieces``). All
+Poses are indexed by anchor: ``(r * H + y) * W + x`` (see ``vecsim.games.tetris.pieces``). All
 arrays are env-indexed scratch owned by the caller's state (kernels do not allocate):
 
 ``cost (N, A) int16``
@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from games.tetris.pieces import HEIGHT, H, KICK_COUNT, KICK_DELTAS, N_POSES, ROW_MASKS, SPAWN_X, SPAWN_Y, W, WIDTH
-from games.tetris.rules import blocked, drop_row, rotate
-from vecsim.jit import exact
+from vecsim.games.tetris.pieces import HEIGHT, H, KICK_COUNT, KICK_DELTAS, N_POSES, ROW_MASKS, SPAWN_X, SPAWN_Y, W, WIDTH
+from vecsim.games.tetris.rules import blocked, drop_row, rotate
+from vecsim.core.jit import exact
 
 NOOP, LEFT, RIGHT, SOFT_DROP, HARD_DROP, ROTATE_CW, ROTATE_CCW, HOLD = range(8)
 N_INPUTS = 7  # the planner's moves: every primitive action but hold

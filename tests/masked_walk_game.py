@@ -12,18 +12,14 @@ import numpy as np
 from gymnasium import spaces
 
 from rng_walk_game import State, allocate_state, observation_space, render_text, write_obs  # noqa: F401
-from vecsim.contract import discrete_ok, param
-from vecsim.jit import exact
-from vecsim.rng import uniform
+from vecsim.core.contract import discrete_ok, param
+from vecsim.core.jit import exact
+from vecsim.core.rng import uniform
 
 NAME = "MaskedWalk"
 ENV_ID = "MaskedWalk-v0"
 MAX_EPISODE_STEPS = 50
 REWARD_THRESHOLD = None
-OBS_ORDER = "C"
-EVENTS = ()
-HAS_ACTION_MASK = True
-STEP_USES_RNG = True
 PHYSICAL_STATE = ("x",)
 
 

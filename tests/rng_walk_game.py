@@ -1,6 +1,6 @@
 """A tiny stochastic game for engine tests: a random walk whose step draws from the env's RNG.
 
-It exercises the kernel path for games with ``STEP_USES_RNG = True`` (Tetris-like games that
+It exercises the kernel path for games with ``KernelHints.step_uses_rng`` (the default) (Tetris-like games that
 draw pieces while stepping), which no classic-control game takes.
 """
 
@@ -11,18 +11,15 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from vecsim.contract import allocate_float_fields, discrete_ok, no_mask, param
-from vecsim.jit import exact
-from vecsim.rng import uniform
+from vecsim.core.contract import allocate_float_fields, param
+from vecsim.core.jit import exact
+from vecsim.core.rng import uniform
 
 NAME = "RngWalk"
 ENV_ID = "RngWalk-v0"
 MAX_EPISODE_STEPS = 50
 REWARD_THRESHOLD = None
-OBS_ORDER = "C"
 EVENTS = ("crossings",)
-HAS_ACTION_MASK = False
-STEP_USES_RNG = True
 PHYSICAL_STATE = ("x",)
 
 
@@ -46,14 +43,6 @@ def observation_space(p):
 
 def action_space(p):
     return spaces.Discrete(2)
-
-
-@exact
-def action_ok(p, actions, i):
-    return discrete_ok(actions, i, 2)
-
-
-write_mask = no_mask
 
 
 @exact

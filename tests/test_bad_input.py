@@ -17,8 +17,8 @@ from hypothesis.extra import numpy as hnp
 
 import vecsim
 from vecsim import ResetMask
-from vecsim.rng import MAX_SEED
-from vecsim.vector import VecsimVectorEnv
+from vecsim.core.rng import MAX_SEED
+from vecsim.gym.vector import VecsimVectorEnv
 
 from conftest import lenient
 

@@ -8,9 +8,9 @@ from gymnasium import spaces as gym_spaces
 from gymnasium.vector import AutoresetMode
 
 import vecsim
-from vecsim.engine import Engine
+from vecsim.engine.engine import Engine
 from vecsim.testing import check_engine, check_vector_env
-from vecsim.vector import VecsimVectorEnv
+from vecsim.gym.vector import VecsimVectorEnv
 
 FIRST_GAME = vecsim.game_ids()[0]
 
@@ -22,9 +22,9 @@ def test_vector_env_contract(game_id, precision):
 
 
 def _kernel_writes_results(game_id: str) -> bool:
-    module = vecsim.registry.resolve(game_id).module
-    flat = isinstance(module.observation_space(module.Params()), gym_spaces.Box)
-    return flat and getattr(module, "WRITE_OBS_FILLS_ROW", False)
+    game = vecsim.resolve(game_id)
+    flat = isinstance(game.observation_space(game.params_cls()), gym_spaces.Box)
+    return flat and game.hints.write_obs_fills_row
 
 
 #: Games whose write_obs fills whole rows of a flat observation: a copy=True VectorEnv of 512
@@ -36,8 +36,8 @@ FRESH_GAMES = [g for g in vecsim.game_ids() if _kernel_writes_results(g)]
 @pytest.mark.parametrize("fresh_game", FRESH_GAMES)
 def test_vector_env_contract_with_kernel_written_results(fresh_game, monkeypatch):
     """The contract again with copy=True steps writing new arrays in the kernel, which the
-    default 4 envs are too few for (vecsim.vector.FRESH_MIN_ENVS)."""
-    monkeypatch.setattr(vecsim.vector, "FRESH_MIN_ENVS", 1)
+    default 4 envs are too few for (vecsim.gym.vector.FRESH_MIN_ENVS)."""
+    monkeypatch.setattr(vecsim.gym.vector, "FRESH_MIN_ENVS", 1)
     made = []
 
     def make_env(num_envs, **kwargs):

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from vecsim.calibration import calibrate
-from vecsim.collector import EpisodeBatch, EpisodeCollector
-from vecsim.engine import NEXT_STEP, Engine
-from vecsim.registry import game_ids, register_all, resolve
-from vecsim.reset_mask import ResetMask
-from vecsim.step_result import StepResult
+from vecsim.bench.calibrate import calibrate
+from vecsim.collect.collector import EpisodeBatch, EpisodeCollector
+from vecsim.engine.engine import NEXT_STEP, Engine
+from vecsim.engine.registry import game_ids, resolve
+from vecsim.gym.registration import register_all, register_gymnasium
+from vecsim.engine.reset_mask import ResetMask
+from vecsim.engine.step_result import StepResult
 
 __version__ = "0.1.0"
 
@@ -37,8 +38,35 @@ def make(game_id: str, num_envs: int = 1, **kwargs) -> Engine:
         for none), ``parallel``, ``buffers`` and game constants; see ``Engine``.
     """
     game = resolve(game_id)
-    kwargs.setdefault("max_episode_steps", game.module.MAX_EPISODE_STEPS)
+    kwargs.setdefault("max_episode_steps", game.max_episode_steps)
     return Engine(game, num_envs, **kwargs)
+
+
+def register(game) -> str:
+    """Make a game module of your own a vecsim game and a Gymnasium id, without touching vecsim.
+
+    Parameters
+    ----------
+    game : module or str
+        A module that follows the game contract (``games/README.md``), or its import name.
+
+    Returns
+    -------
+    str
+        Its Gymnasium id, ``"vecsim/<ENV_ID>"``: for ``vecsim.make``, ``gymnasium.make`` and
+        ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``.
+
+    Raises
+    ------
+    TypeError
+        The module breaks the contract (the message names what it lacks).
+    ValueError
+        Its ``ENV_ID`` is already registered for another module.
+    """
+    from vecsim.engine import registry
+
+    spec = registry.add(game)
+    return register_gymnasium(spec.env_id, spec.max_episode_steps, spec.reward_threshold)
 
 
 def warmup(game_id: str | None = None, precision: str = "float64", parallel: bool | None = None,
@@ -54,7 +82,7 @@ def warmup(game_id: str | None = None, precision: str = "float64", parallel: boo
         Warm only the parallel (``True``) or serial (``False``) kernels; ``None``: both.
     **params
         Game parameters, for a game whose kernels depend on them (``kernel_functions`` in
-        ``vecsim.contract``): Tetris compiles its reach planner only for
+        ``vecsim.engine.game``): Tetris compiles its reach planner only for
         ``action_mode="reach"``, so ``warmup("Tetris-v0", action_mode="reach")`` warms that
         mode and the default warms drop and primitive mode. Only with a ``game_id``.
     """
@@ -87,4 +115,4 @@ def _first_legal(eng: Engine) -> np.ndarray:
 
 register_all()
 
-__all__ = ["Engine", "EpisodeCollector", "EpisodeBatch", "ResetMask", "StepResult", "make", "warmup", "calibrate", "game_ids", "resolve", "__version__"]
+__all__ = ["Engine", "EpisodeCollector", "EpisodeBatch", "ResetMask", "StepResult", "make", "register", "warmup", "calibrate", "game_ids", "resolve", "__version__"]

@@ -8,7 +8,7 @@ table, per action mode, against tetris-gymnasium's JAX env when that is installe
 ``vecsim warmup`` compiles kernels into the on-disk cache ahead of time (an image build, a CI
 cache), several games at once. ``vecsim calibrate`` times each game's serial and parallel
 kernels on this machine and saves the batch size from which ``parallel="auto"`` picks the
-parallel ones (``vecsim.calibration``).
+parallel ones (``vecsim.bench.calibrate``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import vecsim
-from vecsim import bench
+from vecsim.bench import measure as bench
 
 
 class Progress:
@@ -157,7 +157,7 @@ def _warm_kernel_set(item: tuple[str, str, bool, dict]) -> float:
     policies outside the kernel."""
     game_id, precision, collector, params = item
     import vecsim
-    from vecsim.collector import EpisodeCollector
+    from vecsim.collect.collector import EpisodeCollector
 
     start = time.perf_counter()
     vecsim.warmup(game_id, precision, **params)
@@ -180,7 +180,7 @@ def _game_params(pairs, games: list[str]) -> dict:
     import numpy as np
 
     import vecsim
-    from vecsim.engine import build_params
+    from vecsim.engine.engine import build_params
 
     params = {}
     for pair in pairs or ():
@@ -201,7 +201,7 @@ def _game_params(pairs, games: list[str]) -> dict:
 
 
 def cmd_warmup(args) -> int:
-    from vecsim._codegen import cache_dir
+    from vecsim.engine.codegen import cache_dir
 
     games = _game_list(args.games)
     params = _game_params(args.param, games)
@@ -225,10 +225,11 @@ def cmd_warmup(args) -> int:
 def cmd_calibrate(args) -> int:
     import numba
 
-    from vecsim import calibration
+    from vecsim.bench import calibrate as calibration
+    from vecsim.engine import tuning
 
     if args.forget:
-        path = calibration.calibration_path()
+        path = tuning.calibration_path()
         print(f"removed {path}" if calibration.forget() else f"no calibration file at {path}")
         return 0
     if args.threads is not None:
@@ -261,10 +262,10 @@ def cmd_calibrate(args) -> int:
             rows.append([_short(game_id), precision, _size_text(declared[game_id, precision]),
                          _size_text(result["threshold"]), ratios])
     print(bench.format_table(["game", "precision", "declared", "measured", "parallel/serial speed by num_envs"], rows))
-    from vecsim.jit import threading_layer
+    from vecsim.engine.threads import threading_layer
 
-    key = f"{calibration.machine_key()} | {threading_layer()}"
-    where = "not saved (--dry-run)" if args.dry_run else f"saved in {calibration.calibration_path()}"
+    key = f"{tuning.machine_key()} | {threading_layer()}"
+    where = "not saved (--dry-run)" if args.dry_run else f"saved in {tuning.calibration_path()}"
     print(f"\n{key}: {where}. parallel=\"auto\" picks the parallel kernels from the measured size on "
           f"(\"never\": serial always) at this thread count; `vecsim calibrate --forget` removes the file.")
     return 0
@@ -274,7 +275,7 @@ def _declared_size(game, precision: str):
     """The game's own size at this thread count, calibration aside."""
     import numba
 
-    from vecsim.engine import parallel_min_envs
+    from vecsim.engine.engine import parallel_min_envs
 
     return parallel_min_envs(game, None, precision, numba.get_num_threads(), calibrated=False)
 
@@ -292,7 +293,7 @@ def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):
     try:
         env.reset(seed=0)
         engine = env.unwrapped.engine
-        if engine.game.module.HAS_ACTION_MASK and engine.n_mask:  # Tetris: legal actions only
+        if engine.n_mask:  # Tetris: legal actions only
             choose = bench.LegalActions(engine.masks)
         else:
             batches = bench.action_batches(env.single_action_space, num_envs)
@@ -333,7 +334,7 @@ def _run_agent(game_id: str, num_envs: int, seconds: float, n_frames: int):
     (label, steps/s, episodes finished, total reward, steps, frames)."""
     import importlib
 
-    name, target, kwargs = vecsim.resolve(game_id).module.DEMO_AGENT
+    name, target, kwargs = vecsim.resolve(game_id).demo_agent
     module_name, attr = target.split(":")
     choose = getattr(importlib.import_module(module_name), attr)
     engine = vecsim.make(game_id, num_envs, **kwargs)
@@ -389,7 +390,7 @@ def cmd_demo(args) -> int:
         progress.advance()
     agent_lines = []
     for game_id in games:
-        if not hasattr(vecsim.resolve(game_id).module, "DEMO_AGENT"):
+        if vecsim.resolve(game_id).demo_agent is None:
             continue
         progress.show(f"{_short(game_id)}: its demo agent playing")
         name, rate, episodes, reward, steps, frames = _run_agent(game_id, args.num_envs, args.seconds, args.frames)

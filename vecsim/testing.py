@@ -32,8 +32,8 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, iterate
 
 import vecsim
-from vecsim.reset_mask import ResetMask
-from vecsim.rng import MAX_SEED
+from vecsim.engine.reset_mask import ResetMask
+from vecsim.core.rng import MAX_SEED
 
 __all__ = ["check_vector_env", "check_engine", "check_all_games", "sample_actions", "legal_actions"]
 

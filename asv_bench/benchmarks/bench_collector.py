@@ -19,7 +19,7 @@ reports the ratio itself.
     ``track_speedup_over_single_env`` bounds what ``TetrisCollector`` can reach.
 ``TetrisDellacherieCollector``
     The same Tetris setting with the Dellacherie agent inside the kernel
-    (``games.tetris.BatchedTetrisCollector``): a whole batch is one kernel call.
+    (``vecsim.games.tetris.BatchedTetrisCollector``): a whole batch is one kernel call.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 
 # vecsim through common: it makes the checkout importable where asv installed nothing.
 from .common import vecsim
-from vecsim.collector import EpisodeCollector
+from vecsim.collect.collector import EpisodeCollector
 
 GAME = "CartPole-v1"
 TETRIS = "Tetris-v0"
@@ -234,10 +234,10 @@ class TetrisDellacherieCollector(_CollectorBench):
 
     def setup(self, num_workers):
         try:
-            from games.tetris import BatchedTetrisCollector
-            from games.tetris.agent import policy  # noqa: F401
+            from vecsim.games.tetris import BatchedTetrisCollector
+            from vecsim.games.tetris.agent import policy  # noqa: F401
         except ImportError:
-            raise NotImplementedError("games.tetris.agent is not available") from None
+            raise NotImplementedError("vecsim.games.tetris.agent is not available") from None
         self.collector = BatchedTetrisCollector(num_workers, MAX_STEPS, "dellacherie", seed=SEED, preset="classic")
         self._warm()
 

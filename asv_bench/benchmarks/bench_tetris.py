@@ -8,7 +8,7 @@ step is ``Engine.step`` (NEXT_STEP autoreset). The kernels are compiled (or load
 cache) in ``setup``, never inside a timed call.
 
 ``SpeedupVsTetrisGymnasium`` runs only where tetris-gymnasium and JAX are installed (they are
-no dependency of vecsim), and ``Dellacherie`` only where ``games.tetris.agent`` exists.
+no dependency of vecsim), and ``Dellacherie`` only where ``vecsim.games.tetris.agent`` exists.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 from .common import bench, vecsim
 
 try:
-    from games.tetris.agent import dellacherie_actions
+    from vecsim.games.tetris.agent import dellacherie_actions
 except ImportError:
     dellacherie_actions = None
 
@@ -125,7 +125,7 @@ class SpeedupVsTetrisGymnasium(_Tetris):
 
 
 class Dellacherie(_Tetris):
-    """Dellacherie's policy (``games.tetris.agent.dellacherie_actions``) choosing every env's placement.
+    """Dellacherie's policy (``vecsim.games.tetris.agent.dellacherie_actions``) choosing every env's placement.
 
     ``time_actions``: the policy alone (every legal placement rated on a scratch board);
     ``time_actions_and_step`` and ``track_decisions_per_second``: the policy then
@@ -137,7 +137,7 @@ class Dellacherie(_Tetris):
 
     def setup(self, action_mode, num_envs):
         if dellacherie_actions is None:
-            raise NotImplementedError("games.tetris.agent is not available")
+            raise NotImplementedError("vecsim.games.tetris.agent is not available")
         vecsim.warmup(GAME)
         self.engine = vecsim.make(GAME, num_envs, action_mode=action_mode)
         self.engine.reset(seed=0)

@@ -22,7 +22,7 @@ except ImportError:
 else:
     REPO_ROOT = None
 
-from vecsim import bench  # noqa: E402
+from vecsim.bench import measure as bench  # noqa: E402
 
 GAMES = tuple(vecsim.game_ids())
 NUM_ENVS = bench.NUM_ENVS

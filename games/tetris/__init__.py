@@ -47,34 +47,30 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from games.tetris.pieces import (  # noqa: F401 (pieces first)
+from vecsim.games.tetris.pieces import (  # noqa: F401 (pieces first)
     DROP_Y, H, HEIGHT, N_POSES, NONE, SPAWN_X, SPAWN_Y, W, WIDTH, pose_of,
 )
-from games.tetris.rules import (
+from vecsim.games.tetris.rules import (
     LINE_SCORES, N_FEATURES, QUEUE_SLOTS, advance, blocked, board_features, clear_board, do_hold, draw_piece,
     drop_columns, drop_legal, drop_row, hold_target, lock, spawn,
 )
-# A module alias, not ``from ... import``: planners.tetris imports this package's rules, and
+# A module alias, not ``from ... import``: vecsim.planners.tetris imports this package's rules, and
 # the names are looked up when the kernels compile, after both modules finished importing.
-import planners.tetris as _planner  # noqa: E402
-from vecsim import buffers as placed
-from vecsim.contract import discrete_ok, param
-from vecsim.jit import exact
+import vecsim.planners.tetris as _planner  # noqa: E402
+from vecsim.core import buffers as placed
+from vecsim.core.contract import KernelHints, discrete_ok, param
+from vecsim.core.jit import exact
 
 NAME = "Tetris"
 ENV_ID = "Tetris-v0"
 MAX_EPISODE_STEPS = None
 REWARD_THRESHOLD = None
-OBS_ORDER = "C"
 EVENTS = ("lines", "pieces", "holds", "invalid_action")
 EV_LINES, EV_PIECES, EV_HOLDS, EV_INVALID = range(4)
-HAS_ACTION_MASK = True
-STEP_USES_RNG = True
-WRITE_OBS_FILLS_ROW = True  # write_obs writes every element of obs[i] (hold and queue are the same for every env)
-PHYSICAL_STATE = ()
-PARALLEL_MIN_ENVS = 64  # measured: at 16 envs the serial kernel wins in primitive mode, at 256 parallel wins everywhere
-ENVS_PER_CALL = 16  # the State's 22 arrays are passed once per 16 envs: 24% less time per env stepped (drop mode)
-RENDER_FPS = 30
+PHYSICAL_STATE = ()  # no Gymnasium reference state vector
+PARALLEL_MIN_ENVS = 64
+# Runs of 16 envs a call: the State's many arrays are passed once a run rather than once an env.
+KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16)
 
 #: (1024, 10) uint8: the cells (0/1) of every row bitmask, for writing the board observation.
 ROW_CELLS = ((np.arange(1 << W)[:, None] >> np.arange(W)) & 1).astype(np.uint8)
@@ -96,7 +92,7 @@ PRESETS = {
     "classic": dict(rotation="none", randomizer="uniform", hold=False, queue=0, scoring="lines"),
 }
 #: What ``vecsim demo`` plays besides random actions: (name, batched agent, engine arguments).
-DEMO_AGENT = ("dellacherie", "games.tetris.agent:dellacherie_actions", {"action_mode": "drop"})
+DEMO_AGENT = ("dellacherie", "vecsim.games.tetris.agent:dellacherie_actions", {"action_mode": "drop"})
 #: Parameters that shape the spaces or choose kernel_functions: one value for the whole batch.
 STRUCTURAL = ("action_mode", "hold", "queue")
 
@@ -444,17 +440,17 @@ def write_mask_without_planner(s, p, i, masks):
 
 
 def kernel_functions(p) -> dict:
-    """Only a reach-mode batch needs the planner in its kernels (``vecsim.contract``)."""
+    """Only a reach-mode batch needs the planner in its kernels (``vecsim.engine.game``)."""
     return {} if _mode(p) == REACH else {"write_mask": "write_mask_without_planner"}
 
 
-from games.tetris.render import render_rgb, render_text  # noqa: E402
+from vecsim.games.tetris.render import render_rgb, render_text  # noqa: E402
 
 
 def __getattr__(name):
     # The collector preset imports vecsim's collector: loaded on first use, not with the rules.
     if name == "BatchedTetrisCollector":
-        from games.tetris.collector import BatchedTetrisCollector
+        from vecsim.games.tetris.collector import BatchedTetrisCollector
 
         return BatchedTetrisCollector
-    raise AttributeError(f"module 'games.tetris' has no attribute {name!r}")
+    raise AttributeError(f"module 'vecsim.games.tetris' has no attribute {name!r}")

@@ -17,7 +17,7 @@ Definitions: Fahey's code of Dellacherie's evaluator, exactly
 -------------------------------------------------------------
 The features are those of the published code (Fahey's ``PierreDellacherieOnePiece2003``,
 whose definitions Thiery & Scherrer's ``mdptetris`` also uses: see its ``get_row_transitions``
-and ``get_well_sums_dellacherie``). They are computed from ``games.tetris.rules.board_features``
+and ``get_well_sums_dellacherie``). They are computed from ``vecsim.games.tetris.rules.board_features``
 (SPEC.md's observation features) run on the scratch afterstate (it writes
 ``scratch_feat[i, :15]``), plus the corrections below. Heights count rows from the floor; the
 20 visible rows are Fahey's 20-row board (rows 0-3 of ours are the hidden spawn rows above it).
@@ -93,7 +93,7 @@ against a cell-by-cell transcription of Fahey's code on random boards):
     Once per decision, ``load_columns`` turns the board into ten column bitboards and keeps
     every column's feature terms; a placement that removes no row re-rates only the columns
     it touches and their neighbours, every feature a ``popcount`` or trailing-zero count
-    (``games._bits``). A drop's landing row is found on the columns too
+    (``vecsim.core.bits``). A drop's landing row is found on the columns too
     (``drop_row_cols``), and a rotation state whose drops equal an earlier state's
     (``DUPLICATE_OF``: I, S, Z turned twice, O in any state) is skipped where the earlier
     one is legal.
@@ -103,7 +103,7 @@ against a cell-by-cell transcription of Fahey's code on random boards):
     SPEC's ``board_features`` (a pass over all 240 cells) on that afterstate, plus the
     corrections above.
 
-All kernels follow ``vecsim.jit``: no allocation, no NRT.
+All kernels follow ``vecsim.core.jit``: no allocation, no NRT.
 """
 
 from __future__ import annotations
@@ -112,17 +112,17 @@ import numba
 import numpy as np
 from numba import prange
 
-from games.tetris import (
+from vecsim.games.tetris import (
     DROP, EV_INVALID, EV_LINES, EV_PIECES, N_DROP, Params, PRIMITIVE, REACH, State, step_env, write_mask,
 )
-from games._bits import ctz, popcount
-from games.tetris.pieces import (
+from vecsim.core.bits import ctz, popcount
+from vecsim.games.tetris.pieces import (
     CELLS, COL_BOTTOM, COL_MASKS, DROP_Y, FULL_ROW, H, HEIGHT, HIDDEN, MIN_COL, N_POSES, ROW_MASKS,
     SPAWN_BOX_COL, W,
 )
-from games.tetris.rules import F_COL_T, F_HOLES, F_ROW_T, board_features, drop_row, hold_target
-from vecsim.contract import param
-from vecsim.jit import EXACT_OPTIONS, exact
+from vecsim.games.tetris.rules import F_COL_T, F_HOLES, F_ROW_T, board_features, drop_row, hold_target
+from vecsim.core.contract import param
+from vecsim.core.jit import EXACT_OPTIONS, exact
 
 #: Dellacherie's weights: landing height, eroded piece cells, row transitions, column
 #: transitions, holes, cumulative wells (integers: the kernels rate in exact integers).

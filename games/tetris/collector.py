@@ -2,12 +2,12 @@
 
 A thin preset over ``vecsim.EpisodeCollector`` (which works for every game): Tetris-v0 in
 ``drop`` mode by default, and ``policy_fn="dellacherie"`` for the in-kernel heuristic agent
-(``games.tetris.agent.policy``), the fastest path (no Python per step).
+(``vecsim.games.tetris.agent.policy``), the fastest path (no Python per step).
 """
 
 from __future__ import annotations
 
-from vecsim.collector import EpisodeCollector
+from vecsim.collect.collector import EpisodeCollector
 
 __all__ = ["BatchedTetrisCollector"]
 
@@ -47,6 +47,6 @@ class BatchedTetrisCollector(EpisodeCollector):
             if action_mode == "primitive":
                 raise ValueError("the Dellacherie agent chooses placements: use action_mode='drop' or 'reach', "
                                  "not action_mode='primitive'")
-            from games.tetris.agent import policy as policy_fn
+            from vecsim.games.tetris.agent import policy as policy_fn
         super().__init__("Tetris-v0", num_workers, max_steps, policy_fn, seed, prefetch=prefetch,
                          action_mode=action_mode, **rules)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from games.tetris.pieces import CELLS, COLORS, HIDDEN, NAMES, NONE, H, W
+from vecsim.games.tetris.pieces import CELLS, COLORS, HIDDEN, NAMES, NONE, H, W
 
 #: Colours by cell value - 1: the seven pieces, then grey for cells set up by ``set_board``.
 _PALETTE = np.vstack([COLORS, np.array([[128, 128, 128]], np.uint8)])

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from games.tetris.pieces import (
+from vecsim.games.tetris.pieces import (
     CELLS, DROP_Y, FULL_ROW, H, HEIGHT, KICK_COUNT, KICK_DELTAS, NONE, ROW_MASKS, SPAWN_X, SPAWN_Y, W, WIDTH,
 )
-from games._bits import ctz, popcount
-from vecsim.jit import exact
-from vecsim.rng import randint
+from vecsim.core.bits import ctz, popcount
+from vecsim.core.jit import exact
+from vecsim.core.rng import randint
 
 N_FEATURES = 17
 # Feature slots after the ten column heights.

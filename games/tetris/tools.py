@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from games.tetris.pieces import CELLS, NAMES, NONE, SPAWN_X, SPAWN_Y, H, W
-from games.tetris.rules import N_FEATURES, board_features, blocked
+from vecsim.games.tetris.pieces import CELLS, NAMES, NONE, SPAWN_X, SPAWN_Y, H, W
+from vecsim.games.tetris.rules import N_FEATURES, board_features, blocked
 
 
 def parse_board(text: str) -> np.ndarray:

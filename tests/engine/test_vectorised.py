@@ -1,0 +1,74 @@
+"""The step loops that must run on SIMD lanes do (a guard against silent scalar fallbacks).
+
+LLVM vectorises a kernel's loop over envs only if a run-time overlap check of every array
+the loop touches is cheap enough; one more array in the loop, or one 64-bit array among
+32-bit ones, silently halves the lanes or turns the loop scalar (see README, "Where the time
+goes"). These tests compile a game's parallel and serial step kernels in a fresh process with
+an empty cache and read the optimised LLVM IR: the divisions of the step must be vector divisions.
+CartPole and MountainCar in both precisions (in float64 also the pass that drafts their sines and
+cosines); Pendulum and MountainCarContinuous in float32 (their float64 steps call the C
+library's trigonometry, as Gymnasium's do, and stay scalar). Acrobot's float32 step is scalar too:
+LLVM declines to inline a function that large into the loop, and Numba-level inlining into a
+``prange`` body made the parallel kernel's results differ from the serial one's (Numba 0.68).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+_STEP = """
+import numpy as np, vecsim
+for parallel in (True, False):
+    eng = vecsim.make({game!r}, 4096, precision={precision!r}, parallel=parallel)
+    eng.reset(seed=0)
+    eng.step(eng.zero_actions())
+"""
+
+
+def _widest(ir: str, op: str, kind: str) -> int:
+    """The most lanes of any ``op`` on ``kind`` values in ``ir`` (1 for scalar ones only, 0 for none)."""
+    found = re.findall(rf"= {op} [a-z ]*(<\d+ x \w+>|float|double) ", ir)
+    widths = [int(n) for n, k in re.findall(r"<(\d+) x (\w+)>", " ".join(found)) if k == kind]
+    return max(widths, default=1 if found else 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("game, precision, op, lanes", [
+    ("CartPole-v1", "float32", "fdiv", "<8 x float>"),
+    ("CartPole-v1", "float64", "fdiv", "<4 x double>"),
+    ("MountainCar-v0", "float64", "fmul", "<4 x double>"),
+    # Pendulum's divisions involve constants only and leave the loop: its products stay.
+    ("Pendulum-v1", "float32", "fmul", "<8 x float>"),
+    ("MountainCar-v0", "float32", "fmul", "<8 x float>"),
+    ("MountainCarContinuous-v0", "float32", "fmul", "<8 x float>"),
+])
+def test_step_loop_is_vectorised(tmp_path, game, precision, op, lanes):
+    # Both kernels: the parallel one (Numba marks a prange body's arrays noalias) and the
+    # serial one (its views of the address table are distinct: vecsim.engine.views.c_distinct_array_at).
+    env = {**os.environ, "VECSIM_CACHE_DIR": str(tmp_path), "NUMBA_DUMP_OPTIMIZED": "1"}
+    proc = subprocess.run([sys.executable, "-c", _STEP.format(game=game, precision=precision)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    serial = re.search(r"OPTIMIZED DUMP step_serial-+\n(.*?)(?=^-+OPTIMIZED DUMP|\Z)", proc.stdout, re.S | re.M)
+    assert serial, "no serial step kernel in the dumped IR"
+    parallel = proc.stdout[:serial.start()] + proc.stdout[serial.end():]
+    # ``lanes`` is the AVX2 width (256-bit vectors); on a CPU with AVX-512 LLVM may go twice as
+    # wide (<16 x float> on the AMD EPYC of 2026-11-22): at least ``lanes`` wide passes.
+    want, kind = re.fullmatch(r"<(\d+) x (\w+)>", lanes).groups()
+    for name, ir in (("parallel", parallel), ("serial", serial.group(1))):
+        widest = _widest(ir, op, kind)
+        assert widest, f"no {op} found in the {name} kernel's dumped IR"
+        assert widest >= int(want), f"the {game} {precision} {name} step loop is not vectorised {lanes} wide"
+        if game in ("CartPole-v1", "MountainCar-v0") and precision == "float64":
+            # The draft pass of the trigonometry (vecsim.core.exactmath.sincos_small, cos_wide)
+            # takes the exponent of a result with an integer mask: on SIMD lanes, a vector "and".
+            draft = re.findall(rf"= and <(\d+) x i64> [^\n]*\b{0x7FF0000000000000}\b", ir)
+            assert draft and max(map(int, draft)) >= int(want), f"the {name} sin/cos draft pass is not vectorised"

@@ -1,0 +1,55 @@
+"""The one place that sets Numba compilation options for the whole project.
+
+Every kernel in ``vecsim``, ``games`` and ``planners`` is compiled through the decorators
+defined here, so cache, GIL and floating-point policy are uniform:
+
+* ``cache=True`` on the batched kernels only (``kernel_options``): a warm process loads their
+  machine code from disk, callees included. Per-env game functions and helpers are not
+  cached on their own: Numba's cache does not notice when a callee changes, so a cached
+  callee could go stale; the kernel module's file name carries a hash of every source it
+  depends on instead (see ``vecsim.engine.codegen``).
+* ``nogil=True``: kernels release the GIL, so stepping can overlap inference in threads.
+* ``error_model="numpy"``: division by zero gives ``inf``/``nan`` as NumPy does, with no
+  per-division Python exception check.
+* ``_nrt=False``: no reference counting. A per-env function that reads an array out of
+  the ``State`` tuple would otherwise increment and decrement its reference count for every
+  env (measured: 5-30x slower, and atomic contention between threads). The price: kernels
+  never allocate; scratch space lives in the game's ``State``. That is also the rule "no
+  allocation per step".
+* ``exact`` kernels use no fast-math flag at all: the float64 physics must match
+  Gymnasium bit for bit, and FMA contraction or reassociation would change the last bit.
+* ``fast`` kernels (``precision="float32"``) use ``FAST_MATH``. It keeps NaN/Inf semantics
+  (no ``nnan``/``ninf``) and leaves out ``contract`` and ``reassoc`` because those let the
+  vectorised loop body and its scalar remainder round differently, which would make an
+  env's result depend on where a thread's chunk of the batch begins.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+FAST_MATH = frozenset({"nsz", "arcp", "afn"})
+
+_COMMON = dict(cache=False, nogil=True, error_model="numpy", boundscheck=False, _nrt=False)
+EXACT_OPTIONS = dict(_COMMON, fastmath=False)
+FAST_OPTIONS = dict(_COMMON, fastmath=set(FAST_MATH))
+
+
+def exact(fn=None, **extra):
+    """Compile ``fn`` with the bit-exact options (usable as ``@exact`` or ``@exact(...)``)."""
+    if fn is None:
+        return lambda f: njit(**dict(EXACT_OPTIONS, **extra))(f)
+    return njit(**EXACT_OPTIONS)(fn)
+
+
+def fast(fn=None, **extra):
+    """Compile ``fn`` with the fast float32 options (usable as ``@fast`` or ``@fast(...)``)."""
+    if fn is None:
+        return lambda f: njit(**dict(FAST_OPTIONS, **extra))(f)
+    return njit(**FAST_OPTIONS)(fn)
+
+
+def kernel_options(precision: str, parallel: bool) -> dict:
+    """Options for a batched kernel of the given precision, serial or parallel."""
+    base = FAST_OPTIONS if precision == "float32" else EXACT_OPTIONS
+    return dict(base, parallel=parallel, cache=True)

@@ -1,0 +1,437 @@
+"""Instantiate the kernel templates for one game and precision, as cached modules on disk.
+
+``_batch_template.py`` gives the engine's batched kernels; ``_collect_template.py`` the
+episode-collection kernel of an in-kernel policy; ``_collect_step_template.py`` the per-step
+collection kernels of ``EpisodeCollector``'s other policies.
+
+The generated file's name carries a hash of everything its machine code depends on: the
+template, the game's source files, the engine's kernel helpers and the Numba version. Numba's
+own cache checks only the timestamp of the file that holds a kernel, not of the functions it
+calls; with the hash in the name, a change to a game's rules gives a new file and a fresh
+compile instead of stale machine code.
+
+The folder is ``$VECSIM_CACHE_DIR`` if set, else ``~/.cache/vecsim``, else a folder under the
+system temporary directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import pathlib
+import re
+import sys
+import tempfile
+import threading
+
+import numba
+import numpy as np
+from numba.core.registry import CPUDispatcher
+
+from vecsim.engine.game import GameSpec
+
+_HERE = pathlib.Path(__file__).resolve().parent
+_TEMPLATE = _HERE / "templates" / "batch.py"
+_COLLECT_TEMPLATE = _HERE / "templates" / "collect.py"
+_COLLECT_STEP_TEMPLATE = _HERE / "templates" / "collect_step.py"
+#: The engine modules a kernel's machine code depends on: this generator and the jitted
+#: helpers kernels call (editing the CLI or the VectorEnv must not recompile games). A
+#: template is hashed as the source text rendered from it, so editing a collector template
+#: does not recompile the batched kernels.
+_ENGINE_SOURCES = sorted([_HERE / name for name in ("codegen.py", "fusion.py", "views.py", "threads.py", "game.py")]
+                         + list((_HERE / "templates").glob("*.py")) + list((_HERE.parent / "core").glob("*.py")))
+_LOCK = threading.Lock()
+_LOADED: dict[tuple[str, str], object] = {}
+
+
+def cache_dir() -> pathlib.Path:
+    """The folder that holds generated kernel modules and their Numba cache."""
+    candidates = []
+    if os.environ.get("VECSIM_CACHE_DIR"):
+        candidates.append(pathlib.Path(os.environ["VECSIM_CACHE_DIR"]))
+    candidates.append(pathlib.Path.home() / ".cache" / "vecsim")
+    candidates.append(pathlib.Path(tempfile.gettempdir()) / f"vecsim-cache-{os.getuid()}")
+    for path in candidates:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            # A probe of this process's own: with one shared name, two processes starting at
+            # once (`vecsim warmup --jobs 2`) could delete each other's probe, and the loser
+            # took the next folder, compiling its kernels into a cache nobody asked for.
+            fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=path)
+            os.close(fd)
+            os.unlink(probe)
+            return path
+        except OSError:
+            continue
+    raise OSError(f"no writable cache folder among {[str(c) for c in candidates]}")
+
+
+def _split_template(text: str) -> tuple[str, str, str]:
+    head, rest = text.split("# KERNELS BEGIN\n", 1)
+    body, tail = rest.split("# KERNELS END\n", 1)
+    return head, body, tail
+
+
+def _function_names(game: GameSpec, precision: str, functions) -> tuple[str, str]:
+    """``(step, mask)``: the names of the game's step for ``precision`` (``step_env_fast`` in
+    float32 where the game has one) and of its ``write_mask``, or of the stand-ins that
+    ``functions`` (``GameSpec.kernel_functions`` pairs) chose."""
+    chosen = dict(functions)
+    step = "step_env_fast" if precision == "float32" and game.has("step_env_fast") else "step_env"
+    return chosen.get(step, step), chosen.get("write_mask", "write_mask")
+
+
+def _render_contract_calls(text: str, game: GameSpec, mask_fn: str, functions) -> str:
+    """``text`` with ``MASK_FN`` and ``ACTION_OK(p, actions, i)`` bound to the game's functions,
+    or to the contract's defaults the reader chose (``GameSpec.kernel_functions``)."""
+    text = re.sub(r"\bMASK_FN\b", f"_game.{mask_fn}" if game.has(mask_fn) else "no_mask", text)
+    check = dict(functions).get("action_ok", "action_ok")
+    if check.startswith("below_"):
+        call = rf"discrete_ok(\2, \3, {int(check[len('below_'):])})"
+    elif check == "finite":
+        call = r"box_finite(\2, \3)"
+    else:
+        call = rf"_game.{check}(\1, \2, \3)"
+    return re.sub(r"\bACTION_OK\((\w+), (\w+), (\w+)\)", call, text)
+
+
+def _variant_tag(functions) -> str:
+    """A file-name part naming the stand-ins of ``functions`` (empty for none)."""
+    return "".join(f"_{stand_in}" for _, stand_in in functions)
+
+
+def render_source(game: GameSpec, precision: str, discrete: bool, functions=(), tables=None) -> str:
+    """The source text of the kernel module for ``game`` at ``precision``; ``discrete`` says
+    whether its actions are ``Discrete`` (narrowed to int32 for the step loops) or ``Box``;
+    ``functions``: the stand-ins ``GameSpec.kernel_functions`` chose for the batch; ``tables``:
+    the ``table_specs`` of the arrays of each kernel's address table, by table name
+    (``step_table``, ``reset_table``; see ``render_table_views``), or None to leave the
+    ``# VIEWS OF`` lines as they are (a source to read, not to compile)."""
+    mod = game.module
+    fields = list(game.state_cls._fields)
+    n_params = len(game.params_cls._fields)
+    fast = precision == "float32" and game.has("step_env_fast")
+    step_fn, mask_fn = _function_names(game, precision, functions)
+    uses_rng = bool(game.hints.step_uses_rng)
+    head, body, tail = _split_template(_TEMPLATE.read_text())
+    variants = []
+    for mode in ("serial", "parallel"):
+        part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
+        part = re.sub(r"_MODE\b", f"_{mode}", part)
+        if mode == "parallel" or game.hints.envs_per_call > 1:
+            # Distinct views (vecsim.engine.views.c_distinct_array_at) let LLVM vectorise the serial
+            # step loop over envs, and cost compile time (CartPole's serial step kernel 0.7 s).
+            # Numba marks the arrays of a prange body noalias itself, and a game stepped in runs
+            # of envs (Tetris: 3.5 s more, no faster) has no loop to vectorise: plain views.
+            part = part.replace("# VIEWS OF step_table", "# PLAIN VIEWS OF step_table")
+        if mode == "serial":
+            # A serial kernel's plain views promise LLVM nothing, so its argument needs no
+            # overlap check (a parallel kernel's do: Numba marks its prange bodies noalias).
+            for table in re.findall(r"# PLAIN VIEWS OF (\w+)", part):
+                part = re.sub(rf"# (\w+) = FIRST VIEW OF {table} OVERLAPPING \w+", r"\1 = -1", part)
+        variants.append(part)
+    text = head + "".join(variants) + tail
+    state_args = ", ".join(f"f_{name}" for name in fields)
+    param_rows = ", ".join(f"P[{k}]" for k in range(n_params))
+    text = re.sub(r"\bSTATE_ARGS\b", state_args, text)
+    text = re.sub(r"\bPARAM_ROWS\b", param_rows, text)
+    text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
+    text = _render_contract_calls(text, game, mask_fn, functions)
+    text = re.sub(r"\bWRITE_MASK\b", mask_fn, text)
+    two_pass = not fast and game.has("pre_step_fix_env")
+    if fast or two_pass or not game.has("pre_step_env"):  # no empty parallel region
+        text = re.sub(r"    # PRE STEP BEGIN.*?# PRE STEP END\n", "", text, flags=re.S)
+    if not two_pass:
+        text = re.sub(r"    # PRE STEP DRAFT BEGIN.*?# PRE STEP DRAFT END\n", "", text, flags=re.S)
+        text = re.sub(r"\n_draft_run = .*# DRAFT RUN .*", "", text)
+    text = re.sub(r"\bSTEP_ACTIONS\b", "acts32" if discrete else "actions", text)
+    if not discrete:
+        text = re.sub(r"\n *acts32\[i\] = actions\[i\]  # NARROW ACTIONS.*", "", text)
+    text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
+    text = _keep_one(text, "STEP PER ENV", "STEP RUNS", game.hints.envs_per_call)
+    if not game.enforces_mask:
+        text = re.sub(r"    # MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S)
+    text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
+    text = text.replace('"PRECISION"', repr(precision))
+    return _pad_signatures(text if tables is None else render_table_views(text, tables))
+
+
+#: Numba 0.68's dispatcher leaks about 200 bytes per call of a function called with exactly
+#: this many arguments (found by tests/test_no_alloc.py; a plain 20-argument function shows
+#: it too). A kernel whose signature would have this many parameters gets one more.
+LEAKY_ARG_COUNT = 20
+
+
+#: The kernels whose signatures ``_pad_signatures`` checks.
+_KERNEL_NAMES = r"(?:step|reset|observe|advance)_(?:serial|parallel)|collect"
+
+
+def _pad_signatures(text: str) -> str:
+    padded = []
+
+    def pad(match):
+        params = [p for p in match.group(2).replace("\n", " ").split(",") if p.strip()]
+        if len(params) != LEAKY_ARG_COUNT:
+            return match.group(0)
+        padded.append(match.group(1))
+        return f"def {match.group(1)}({match.group(2)}, _pad):"
+
+    text = re.sub(rf"def ({_KERNEL_NAMES})\((.*?)\):", pad, text, flags=re.S)
+    return text + f"\n#: Kernels given an extra ``_pad`` argument (see vecsim.engine.codegen.LEAKY_ARG_COUNT).\nPADDED = {sorted(set(padded))!r}\n"
+
+
+def _fingerprint(game: GameSpec, source: str, extra_files=()) -> str:
+    h = hashlib.sha256(source.encode())
+    for path in list(_ENGINE_SOURCES) + [pathlib.Path(p) for p in game.source_files()] + list(extra_files):
+        h.update(pathlib.Path(path).read_bytes())
+    h.update(numba.__version__.encode())
+    h.update(sys.version.encode())
+    return h.hexdigest()[:16]
+
+
+def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tables: dict):
+    """The generated kernel module for ``game`` and ``precision`` with the stand-ins
+    ``functions`` (``GameSpec.kernel_functions``) in it, its step and reset kernels rebuilding
+    their arrays from address tables of the ``tables`` specs (``render_source``); written
+    once, then cached."""
+    key = (game.module.__name__, precision, tuple(functions), tuple(sorted(tables.items())))
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        source = render_source(game, precision, discrete, functions, tables)
+        name = (f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}{_variant_tag(functions)}_"
+                f"{_fingerprint(game, source)}")
+        module = _import_generated(name, source)
+        _LOADED[key] = module
+        return module
+
+
+def _policy_location(policy) -> tuple[str, str, str]:
+    """(module name, attribute, source file) of a jitted policy defined at a module's top level."""
+    import inspect
+
+    if not isinstance(policy, CPUDispatcher):
+        raise TypeError(f"an in-kernel policy must be a numba @njit function, but got {type(policy).__name__}")
+    module_name, name = policy.py_func.__module__, policy.py_func.__name__
+    module = sys.modules.get(module_name)
+    if module is None or getattr(module, name, None) is not policy or module_name == "__main__":
+        raise TypeError(f"an in-kernel policy must be a top-level @njit function of an importable module "
+                        f"(so its kernel can be cached), but {name!r} of {module_name!r} is not")
+    return module_name, name, inspect.getfile(module)
+
+
+def _substitute_game(text: str, game: GameSpec, precision: str, functions=()) -> str:
+    """``text`` with the game's module, state fields, constants, step and mask functions (or
+    the stand-ins ``functions`` chose) and precision."""
+    mod = game.module
+    fast = precision == "float32" and game.has("step_env_fast")
+    pre_step = "_game.pre_step_env" if game.has("pre_step_env") and not fast else "no_pre_step"
+    step_fn, mask_fn = _function_names(game, precision, functions)
+    text = _render_contract_calls(text, game, mask_fn, functions)
+    text = re.sub(r"\bSTATE_ARGS\b", ", ".join(f"f_{f}" for f in game.state_cls._fields), text)
+    text = re.sub(r"\bPARAM_ROWS\b", ", ".join(f"P[{k}]" for k in range(len(game.params_cls._fields))), text)
+    text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
+    text = re.sub(r"\bWRITE_MASK\b", mask_fn, text)
+    text = re.sub(r"\bPRE_STEP\b", pre_step, text)
+    text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
+    return text.replace('"PRECISION"', repr(precision))
+
+
+#: Columns of an address table row: the array's address, then its shape (zero-padded).
+TABLE_COLUMNS = 4
+
+
+def address_table(arrays) -> np.ndarray:
+    """The int64 table ``(len(arrays), TABLE_COLUMNS)`` of ``arrays``' addresses and shapes,
+    from which a kernel rendered with their ``table_specs`` rebuilds them (see
+    ``render_table_views``). The caller must keep the arrays alive as long as the table is used.
+
+    Why: Numba's dispatch unboxes every array argument from Python, about 45 ns each (19
+    arrays: about 950 ns a call, against 175 ns for three), while views rebuilt from
+    addresses in compiled code cost nearly nothing; at 16 CartPole envs that was a fifth of
+    a ``step_no_reset`` loop."""
+    table = np.zeros((len(arrays), TABLE_COLUMNS), dtype=np.int64)
+    for k, arr in enumerate(arrays):
+        if arr.ndim > TABLE_COLUMNS - 1 or not (arr.flags.c_contiguous or arr.flags.f_contiguous):
+            raise ValueError(f"address table array {k} must be contiguous with at most "
+                             f"{TABLE_COLUMNS - 1} dimensions, got shape {arr.shape}")
+        table[k, 0] = arr.ctypes.data
+        table[k, 1:1 + arr.ndim] = arr.shape
+    return table
+
+
+def table_specs(arrays, others=()) -> tuple:
+    """``(dtype name, ndim, layout, apart)`` of each of ``arrays``: what a kernel must know at
+    compile time to rebuild them from an ``address_table`` (C layout where an array is both).
+    ``apart``: the array shares no memory with another of ``arrays`` or with ``others`` (the
+    kernel's fixed array arguments), so its view may promise LLVM no overlap
+    (``vecsim.engine.views.c_distinct_array_at``, where ``render_table_views`` is asked for distinct
+    views), and a per-call argument is checked against it."""
+    arrays = list(arrays)
+    specs = []
+    for k, a in enumerate(arrays):
+        rest = arrays[:k] + arrays[k + 1:] + list(others)
+        apart = not any(np.may_share_memory(a, b) for b in rest)
+        specs.append((a.dtype.name, a.ndim, "C" if a.flags.c_contiguous else "F", apart))
+    return tuple(specs)
+
+
+_TABLE_VIEWS = re.compile(r"^( *)# (PLAIN )?VIEWS OF (\w+): (.*)$", re.M)
+_TABLE_OVERLAPS = re.compile(r"^( *)# (\w+) = FIRST VIEW OF (\w+) OVERLAPPING (\w+)$", re.M)
+
+
+def _specs_of(table: str, names: list, tables: dict) -> list:
+    """The ``table_specs`` of ``table``, one per name, or a ValueError."""
+    specs = tables.get(table)
+    if specs is None or len(specs) != len(names):
+        raise ValueError(f"table {table!r} has {names} ({len(names)} arrays) but specs for "
+                         f"{'none' if specs is None else len(specs)}")
+    return specs
+
+
+def render_table_views(text: str, tables: dict) -> str:
+    """``text`` with each line ``# VIEWS OF <table>: <name>, <name>, ...`` replaced by one
+    assignment a name, rebuilding the array from its row of the address table ``<table>``
+    (``tables[<table>]``: the arrays' ``table_specs``, row by row; ``# PLAIN VIEWS OF``: no
+    view distinct, whatever the specs say), and each line
+    ``# <var> = FIRST VIEW OF <table> OVERLAPPING <array>`` (after that table's views) by
+    code setting ``<var>`` to the row of the first array apart from the others (its specs'
+    last field) that shares memory with ``<array>`` (a per-call argument), or -1: the check a
+    kernel makes before it touches either, since LLVM compiles it on the promise that they
+    share none."""
+    names_of = {}
+
+    def views(match):
+        indent, plain, table = match.group(1), bool(match.group(2)), match.group(3)
+        names = [n.strip() for n in match.group(4).split(",")]
+        specs = _specs_of(table, names, tables)
+        names_of[table] = names
+        lines = []
+        for k, (name, (dtype, ndim, layout, apart)) in enumerate(zip(names, specs)):
+            shape = ", ".join(f"{table}[{k}, {d + 1}]" for d in range(ndim)) + ("," if ndim == 1 else "")
+            kind = "distinct_array_at" if apart and not plain else "array_at"
+            lines.append(f"{indent}{name} = {layout.lower()}_{kind}({table}[{k}, 0], ({shape}), np.{dtype})")
+        return "\n".join(lines)
+
+    def overlaps(match):
+        indent, var, table, arg = match.groups()
+        if table not in names_of:
+            raise ValueError(f"an overlap check of {arg!r} comes before the views of table {table!r}")
+        lines = [f"{indent}{var} = -1"]
+        # Plain views too: the parallel kernels pass them into prange bodies, which Numba marks
+        # noalias, having seen no overlap between an argument and a view made by an intrinsic.
+        for k, (name, spec) in reversed(list(enumerate(zip(names_of[table], tables[table])))):
+            if spec[3]:
+                lines.append(f"{indent}if overlaps({arg}, {name}):")
+                lines.append(f"{indent}    {var} = {k}")
+        return "\n".join(lines)
+
+    text = _TABLE_VIEWS.sub(views, text)
+    return _TABLE_OVERLAPS.sub(overlaps, text)
+
+
+def load_collect_kernel(game: GameSpec, precision: str, policy, functions=()):
+    """The cached episode-collection kernel of ``game`` with the jitted ``policy`` and the
+    stand-ins ``functions`` (``GameSpec.kernel_functions``) inside."""
+    module_name, name, source_file = _policy_location(policy)
+    key = (game.module.__name__, precision, module_name, name, tuple(functions))
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        mod = game.module
+        text = _substitute_game(_COLLECT_TEMPLATE.read_text(), game, precision, functions)
+        text = re.sub(r"\bPOLICY_MODULE\b", module_name, text)
+        text = re.sub(r"\bPOLICY_NAME\b", name, text)
+        text = _pad_signatures(text)
+        fingerprint = _fingerprint(game, text, [pathlib.Path(source_file)])
+        fname = (f"vecsim_collect_{mod.__name__.replace('.', '_')}_{module_name.replace('.', '_')}_{name}_"
+                 f"{precision}{_variant_tag(functions)}_{fingerprint}")
+        module = _import_generated(fname, text)
+        _LOADED[key] = module
+        return module
+
+
+def _keep_one(text: str, per_env: str, runs: str, per_call: int) -> str:
+    """``text`` without the marked section a game's ``KernelHints.envs_per_call`` does not use: ``per_env``
+    (one env a call, the loop in the parallel region's body) or ``runs`` (``RUN_LENGTH`` envs a
+    call, with ``RUN_LENGTH`` put in)."""
+    drop = runs if per_call == 1 else per_env
+    text = re.sub(rf" *# {drop} BEGIN.*?# {drop} END\n", "", text, flags=re.S)
+    return re.sub(r"\bRUN_LENGTH\b", str(per_call), text)
+
+
+def render_collect_step_source(game: GameSpec, precision: str, discrete: bool, functions=()) -> str:
+    """The source text of the per-step collection kernels of ``game`` at ``precision`` for its
+    ``Discrete`` (``discrete=True``) or ``Box`` actions, with the stand-ins ``functions``."""
+    head, body, tail = _split_template(_COLLECT_STEP_TEMPLATE.read_text())
+    variants = []
+    for mode in ("serial", "parallel"):
+        part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
+        variants.append(re.sub(r"_MODE\b", f"_{mode}", part))
+    text = _substitute_game(head + "".join(variants) + tail, game, precision, functions)
+    text = _keep_one(text, "PER SLOT", "SLOT RUNS", game.hints.envs_per_call)
+    return _pad_signatures(re.sub(r"_KIND\b", f"_{'discrete' if discrete else 'box'}", text))
+
+
+def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool, functions=()):
+    """The cached per-step collection kernels of ``game`` (``advance_serial`` and
+    ``advance_parallel``) for its ``Discrete`` (``discrete=True``) or ``Box`` actions, with
+    the stand-ins ``functions`` (``GameSpec.kernel_functions``)."""
+    kind = "discrete" if discrete else "box"
+    key = (game.module.__name__, precision, "collect_step", kind, tuple(functions))
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        text = render_collect_step_source(game, precision, discrete, functions)
+        name = (f"vecsim_collect_step_{game.module.__name__.replace('.', '_')}_{precision}_{kind}"
+                f"{_variant_tag(functions)}_"
+                f"{_fingerprint(game, text)}")
+        module = _import_generated(name, text)
+        _LOADED[key] = module
+        return module
+
+
+def _import_generated(name: str, source: str):
+    path = cache_dir() / f"{name}.py"
+    if not path.exists() or path.read_text() != source:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        os.replace(tmp, path)  # atomic: concurrent processes never see half a file
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    for value in vars(module).values():
+        if isinstance(value, CPUDispatcher):
+            _load_without_refresh(value)
+    return module
+
+
+def _load_without_refresh(dispatcher) -> None:
+    """Let ``dispatcher`` load its machine code from Numba's cache without first refreshing
+    Numba's target context.
+
+    Numba's ``Cache.load_overload`` refreshes the context before every load: on the first
+    load of a process that imports and installs every registry of Numba's implementations
+    (about 0.15 s, a third of a warm start) though rebuilding a cached library needs none
+    of them. It needs Numba's runtime (initialised here when it is not yet) and the symbols
+    that Numba's target context installs when it is created; a parallel kernel starts its
+    thread pool through its library's reload hooks. A cache miss compiles as usual, and
+    Numba's compiler refreshes the context itself. Where this Numba's cache lacks the
+    private methods used here, the dispatcher keeps Numba's own loading.
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    load = getattr(cache, "_load_overload", None)
+    guard = getattr(cache, "_guard_against_spurious_io_errors", None)
+    if load is None or guard is None:
+        return
+    from numba.core.runtime import nrt
+
+    def load_overload(sig, target_context):
+        nrt.rtsys.initialize(target_context)  # returns at once after the first time
+        with guard():
+            return load(sig, target_context)
+        return None  # the guard swallowed an I/O error: compile instead
+
+    cache.load_overload = load_overload

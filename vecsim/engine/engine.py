@@ -1,0 +1,770 @@
+"""The batched engine: one game, ``num_envs`` copies, preallocated buffers, Numba kernels.
+
+``Engine`` is the zero-copy API. Its ``step``/``step_no_reset``/``reset``/``reset_envs``
+return views into buffers that the next call overwrites. The Gymnasium front ends
+(``vecsim.gym.vector.VecsimVectorEnv`` and ``vecsim.gym.single.VecsimEnv``) are built on it.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+
+import numba
+import numpy as np
+from gymnasium import spaces
+
+from vecsim.core import buffers as placed
+from vecsim.engine import tuning
+from vecsim.engine.codegen import address_table, load_kernels, table_specs
+from vecsim.engine.game import GameSpec
+from vecsim.engine.threads import threading_layer
+from vecsim.engine.reset_mask import ResetMask
+from vecsim.core.rng import MAX_SEED
+from vecsim.engine.step_result import StepResult
+
+NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
+_OK, _BAD_ACTION, _FINISHED_ENV, _ILLEGAL_ACTION, _ALIASED_ARRAY = 0, 1, 2, 3, 4
+PRECISIONS = ("float64", "float32")
+#: Largest ``max_episode_steps``: the per-env step counter is int32.
+MAX_EPISODE_STEPS = 2**31 - 1
+
+#: Default batch size from which ``parallel="auto"`` uses the parallel kernel, for games that
+#: declare no ``PARALLEL_MIN_ENVS``. Below it a serial kernel wins: a parallel launch costs a
+#: few microseconds. ``VECSIM_PARALLEL_THRESHOLD`` overrides every game's value.
+DEFAULT_PARALLEL_MIN_ENVS = 512
+#: How many times larger those thresholds are on Numba's ``workqueue`` threading layer (where
+#: no OpenMP or TBB library is found): a parallel launch cost 85-110 us there against 2 us on
+#: ``omp``, and CartPole's float64 step at 4096 envs took 516 us in parallel against 134 us
+#: serial (parallel first won at 65536 envs: 1.68 ms against 2.17 ms).
+WORKQUEUE_FACTOR = 64
+#: Number of envs from which ``reset_envs`` of a parallel engine uses the parallel reset
+#: kernel. Below it the serial kernel wins (a parallel launch costs a few microseconds, a
+#: reset 15-30 ns an env). Above it the parallel one wins twice: each thread resets the envs
+#: whose state its share of the step loop just wrote, still in its own core's cache. Measured
+#: on CartPole float32 at 16384 envs, about 800 resets a step: 24 us serial, 15 us parallel.
+PARALLEL_MIN_RESETS = 256
+
+
+def launch_factor() -> int:
+    """``WORKQUEUE_FACTOR`` on Numba's workqueue threading layer, else 1: what the batch sizes
+    measured on the omp layer (``PARALLEL_MIN_ENVS``, ``PARALLEL_MIN_RESETS``) are scaled by."""
+    return WORKQUEUE_FACTOR if threading_layer() == "workqueue" else 1
+
+
+def _per_precision(value, precision: str, what: str, default):
+    """A game's threshold ``value`` for ``precision``: an int, ``None`` (never), or a dict of
+    either keyed by precision (``default`` for a precision it leaves out)."""
+    if isinstance(value, dict):
+        value = value.get(precision, default)
+    if value is not None and (not _is_int(value) or value < 1):
+        raise TypeError(f"{what} must be an int >= 1, None or a dict of them by precision, but got {value!r}")
+    return value
+
+
+def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: str = "float64",
+                      threads: int | None = None, calibrated: bool = True, collect: bool = False) -> int | None:
+    """Batch size from which ``parallel="auto"`` picks the parallel kernel for ``game`` in
+    ``precision`` when Numba runs ``threads`` threads (default: ``numba.get_num_threads()``),
+    or ``None`` where the serial kernel always wins.
+
+    ``VECSIM_PARALLEL_THRESHOLD`` if set; else the size ``vecsim calibrate`` measured for this
+    machine, thread count and threading layer (``vecsim.bench.calibrate``), if any and
+    ``calibrated``; else, with two threads or more, the game's ``PARALLEL_MIN_ENVS`` and with
+    one thread its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (both measured on the omp threading
+    layer, an int or a dict by precision, ``None`` for never), times ``launch_factor()``. With
+    one thread the parallel kernel runs on the calling thread and could win only where its
+    step loop vectorises and the serial kernel's does not (no game declares one since the
+    serial loops vectorise as well).
+
+    ``collect``: the size for the episode collector's step kernels instead, the game's
+    ``COLLECT_PARALLEL_MIN_ENVS`` where it declares one (their serial loops are scalar, so
+    threads pay off from smaller batches than for a vectorised engine step; a calibration,
+    which times the engine, is not used for them then), else as for the engine.
+
+    Finding the threading layer may run a trivial parallel kernel (where none has run and
+    Numba's threads are not started). A ``num_envs`` below every size that could apply (the
+    game's own, and the calibrated ones of every layer) is answered without it: the kernel is
+    serial whichever applies, and the size returned is the smallest of them.
+    """
+    override = os.environ.get("VECSIM_PARALLEL_THRESHOLD")
+    if override:
+        try:
+            value = int(override)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"VECSIM_PARALLEL_THRESHOLD must be an int >= 1, but got {override!r}")
+        return value
+    mod = game.module
+    if threads is None:
+        threads = numba.get_num_threads()
+    own_collect = collect and threads > 1 and hasattr(mod, "COLLECT_PARALLEL_MIN_ENVS")
+    if own_collect:
+        base = _per_precision(mod.COLLECT_PARALLEL_MIN_ENVS, precision, "COLLECT_PARALLEL_MIN_ENVS",
+                              DEFAULT_PARALLEL_MIN_ENVS)
+    elif threads > 1:
+        base = _per_precision(getattr(mod, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS), precision,
+                              "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS)
+    else:
+        base = _per_precision(getattr(mod, "ONE_THREAD_PARALLEL_MIN_ENVS", None), precision,
+                              "ONE_THREAD_PARALLEL_MIN_ENVS", None)
+    by_layer = (tuning.lookup(mod.__name__, precision, threads)
+                if calibrated and not own_collect and hasattr(mod, "__name__") else {})
+    if by_layer:
+        sizes = [size for size in [base, *by_layer.values()] if size is not None]
+        if num_envs is not None and all(num_envs < size for size in sizes):
+            return min(sizes, default=None)
+        layer = threading_layer()
+        if layer in by_layer:
+            return by_layer[layer]
+    if base is None or (num_envs is not None and num_envs < base):
+        return base
+    return base * launch_factor()
+
+
+BUFFER_NAMES = ("obs", "rewards", "terminals", "truncations")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_seed(seed, what: str = "seed", span: int = 1) -> int:
+    """Validate an integer seed so that ``seed + span - 1`` still fits the RNG's range."""
+    if not _is_int(seed):
+        raise TypeError(f"{what} must be an int or None, but got {what}={seed!r}")
+    seed = int(seed)
+    if seed < 0 or seed + span - 1 > MAX_SEED:
+        raise ValueError(f"{what} must be in [0, {MAX_SEED - span + 1}], but got {what}={seed}")
+    return seed
+
+
+def _random_seed() -> int:
+    return int(np.random.SeedSequence().entropy % (MAX_SEED // 2))
+
+
+def build_params(game: GameSpec, num_envs: int, float_dtype, given: dict):
+    """The checked constants of a batch of ``num_envs`` envs of ``game`` from the keyword
+    arguments ``given`` (each a scalar or ``num_envs`` values): ``(public, P, scalar)``, the
+    ``Params`` the engine exposes, the ``(n_params,)`` or ``(n_params, num_envs)`` array of
+    ``float_dtype`` the kernels read, and the scalar ``Params`` (env 0's values). Raises
+    ``TypeError`` or ``ValueError`` naming a bad parameter, before anything compiles (``vecsim
+    warmup --param`` checks its values with it)."""
+    cls = game.params_cls
+    given = game.prepare_params(given)
+    unknown = sorted(set(given) - set(cls._fields))
+    if unknown:
+        raise TypeError(
+            f"{game.name} got unknown parameter(s) {unknown}; valid parameters are {list(cls._fields)}"
+        )
+    values, per_env = {}, False
+    n = num_envs
+    for name in cls._fields:
+        value = given.get(name, cls._field_defaults[name])
+        if isinstance(value, (bool, np.bool_)):
+            value = float(value)
+        if isinstance(value, numbers.Real):
+            arr = np.float64(value)
+        else:
+            try:
+                arr = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(f"{game.name} parameter {name} must be a number or an array of "
+                                f"{n} numbers, but got {name}={value!r}") from None
+            if arr.ndim == 0:
+                arr = np.float64(arr)
+            elif arr.shape != (n,):
+                raise ValueError(f"{game.name} parameter {name} per env must have shape ({n},), "
+                                 f"but got shape {arr.shape}")
+            else:
+                per_env = True
+        if not np.all(np.isfinite(arr)):
+            bad = np.flatnonzero(~np.isfinite(np.atleast_1d(arr)))
+            raise ValueError(f"{game.name} parameter {name} must be finite, but got "
+                             f"{name}={arr if np.ndim(arr) == 0 else f'{arr[bad[0]]} at env {bad[0]}'}")
+        values[name] = arr
+    game.check_params(values)
+    for name in game.structural:
+        arr = values[name]
+        if np.ndim(arr) > 0 and np.any(arr != arr[0]):
+            k = int(np.flatnonzero(arr != arr[0])[0])
+            raise ValueError(f"{game.name} parameter {name} shapes the spaces or the compiled kernels and must "
+                             f"be the same for every env, but env 0 has {arr[0]} and env {k} has {arr[k]}")
+    scalar = cls(**{k: float(v) if np.ndim(v) == 0 else float(v[0]) for k, v in values.items()})
+    public = cls(**{k: (float(v) if np.ndim(v) == 0 else v.copy()) for k, v in values.items()})
+    if per_env:
+        P = np.empty((len(cls._fields), n), dtype=float_dtype)
+        for k, name in enumerate(cls._fields):
+            P[k] = values[name]
+    else:
+        P = np.array([values[name] for name in cls._fields], dtype=float_dtype)
+    return public, P, scalar
+
+
+class Engine:
+    """``num_envs`` copies of one game stepped by batched Numba kernels.
+
+    Parameters
+    ----------
+    game : GameSpec
+        The game (see ``vecsim.make`` to build an engine from an id).
+    num_envs : int
+        Number of envs (>= 1).
+    precision : {"float64", "float32"}
+        ``"float64"`` (default) computes the physics in float64 and matches the reference
+        bit for bit. ``"float32"`` stores state in float32 and uses fast-math kernels with
+        polynomial trigonometry: several times faster, not bit-exact with the reference.
+    max_episode_steps : int or None
+        Truncate an episode after this many steps (``None``: never).
+    parallel : {"auto", True, False}
+        Use the parallel kernel (threads over envs) or the serial one. ``"auto"`` picks
+        parallel from ``parallel_min_envs`` envs: the game's ``PARALLEL_MIN_ENVS`` (where a
+        thread's share of the work outweighs a launch, measured per game and precision; run
+        ``vecsim calibrate`` to measure them on your machine), or with a single Numba thread
+        its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (no game has one: serial). Results are
+        identical either way.
+    buffers : dict, optional
+        Caller-owned output arrays, written in place (zero-copy into rollout storage):
+        ``obs`` (num_envs, obs_dim) of the observation dtype, ``rewards`` (num_envs,) float64
+        (float32 in float32 precision), ``terminals`` and ``truncations`` (num_envs,) bool.
+    **params
+        Game constants (the fields of the game's ``Params``): a scalar, or a sequence of
+        ``num_envs`` values for per-env constants.
+    """
+
+    def __init__(self, game: GameSpec, num_envs: int, *, precision: str = "float64",
+                 max_episode_steps: int | None = None, parallel="auto", buffers: dict | None = None,
+                 **params):
+        if not _is_int(num_envs) or num_envs < 1:
+            raise ValueError(f"num_envs must be an int >= 1, but got num_envs={num_envs!r}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, but got precision={precision!r}")
+        if max_episode_steps is not None and (not _is_int(max_episode_steps)
+                                              or not 1 <= max_episode_steps <= MAX_EPISODE_STEPS):
+            raise ValueError(
+                f"max_episode_steps must be an int in [1, {MAX_EPISODE_STEPS}] or None, "
+                f"but got max_episode_steps={max_episode_steps!r}"
+            )
+        if parallel not in ("auto", True, False):
+            raise ValueError(f"parallel must be 'auto', True or False, but got parallel={parallel!r}")
+        self.game = game
+        self.num_envs = n = int(num_envs)
+        self.precision = precision
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
+        self._float = np.float32 if precision == "float32" else np.float64
+        self.params, P, self.params_scalar = build_params(game, n, self._float, params)
+        self.single_observation_space = game.observation_space(self.params_scalar)
+        self.single_action_space = game.action_space(self.params_scalar)
+        self._setup_actions()
+
+        obs_space = self.single_observation_space
+        if not isinstance(obs_space, spaces.Box):
+            obs_space = spaces.flatten_space(obs_space)
+        self.obs_dim = int(np.prod(obs_space.shape))
+        self.obs_dtype = obs_space.dtype
+        self.state = game.allocate_state(n, self._float, self.params_scalar)
+        self.event_names = game.events
+        self.n_mask = int(self.single_action_space.n) if game.has_action_mask else 0
+
+        # Column-major observations (KernelHints.obs_order "F") let the vectorised step loop
+        # store consecutive envs at consecutive addresses. Gymnasium's copy=True copies them
+        # in their own layout (order="K"), a plain memcpy.
+        order = game.hints.obs_order
+        # Placed apart within a page (vecsim.core.buffers): the step loop walks them in lockstep.
+        self.obs = placed.zeros((n, self.obs_dim), self.obs_dtype, order=order)
+        self.rewards = placed.zeros(n, self._float)
+        self.terminals = placed.zeros(n, np.bool_)
+        self.truncations = placed.zeros(n, np.bool_)
+        if buffers:
+            self._adopt_buffers(buffers)
+        self.final_obs = placed.zeros((n, self.obs_dim), self.obs_dtype, order=order)
+        # Zero-padded to whole 64-env words, so the step kernel can read it 8 flags at a time.
+        self._needs_pad = placed.zeros((n + 63) // 64 * 64, np.bool_)
+        self.needs_reset = self._needs_pad[:n]
+        self.has_final = placed.zeros(n, np.bool_)
+        self.elapsed = placed.zeros(n, np.int32)  # steps in the episode (saturating)
+        self.rng = placed.zeros((n, 2), np.uint64)
+        self.events = placed.zeros((n, len(self.event_names)), np.int64)
+        self.masks = placed.ones((n, self.n_mask), np.bool_)
+        self._P = P
+        # Kernel scratch: the envs due for reset, zero-padded like needs_reset (copied 8 flags at a time).
+        self._was_pad = placed.zeros(self._needs_pad.shape, np.bool_)
+        self._acts32 = placed.zeros(n, np.int32)  # kernel scratch: checked discrete actions
+        # Filled by every step_no_reset: the envs that finished, for StepResult.to_reset_mask.
+        self._done_mask = ResetMask(n)
+        self._seeds = np.full(n, -1, dtype=np.int64)
+        self._all_words = ResetMask.all(n).words
+        self._bool_words = np.zeros_like(self._all_words)
+        self._bool_pad = np.zeros(self._bool_words.shape[0] * 64, dtype=np.bool_)
+        self._seeded = False
+        self._has_reset = False
+        self._closed = False
+
+        #: The stand-ins the game chose for this batch's kernels (``GameSpec.kernel_functions``):
+        #: ``(contract name, stand-in name)`` pairs, shared with the collector's kernels.
+        self.kernel_functions = game.kernel_functions(self.params_scalar)
+        state = tuple(self.state)
+        # The step and reset kernels take what changes between calls (mode, max_steps and the
+        # actions; the mask's words and the seed mode) and rebuild every other array, the
+        # step's four outputs included, from a table of addresses (vecsim.engine.codegen.address_table):
+        # Numba unboxes each array argument from Python at about 45 ns. These tuples keep the
+        # arrays alive.
+        # Each array with the name errors give it, in the order of the template's VIEWS lines.
+        named_state = tuple((f"state.{name}", arr) for name, arr in zip(game.state_cls._fields, state))
+        step_named = (("obs", self.obs), ("rewards", self.rewards), ("terminals", self.terminals),
+                      ("truncations", self.truncations), ("needs_reset", self._needs_pad),
+                      ("has_final", self.has_final), ("final_obs", self.final_obs), ("elapsed", self.elapsed),
+                      ("rng", self.rng), ("params", P), ("events", self.events), ("masks", self.masks),
+                      ("was_done", self._was_pad), ("acts32", self._acts32),
+                      ("done_words", self._done_mask.words)) + named_state
+        reset_named = (("seeds", self._seeds), ("obs", self.obs), ("rewards", self.rewards),
+                       ("terminals", self.terminals), ("truncations", self.truncations),
+                       ("needs_reset", self.needs_reset), ("has_final", self.has_final), ("elapsed", self.elapsed),
+                       ("rng", self.rng), ("params", P), ("events", self.events), ("masks", self.masks)) + named_state
+        self._step_names, self._step_arrays = (tuple(x) for x in zip(*step_named))
+        self._reset_names, self._reset_arrays = (tuple(x) for x in zip(*reset_named))
+        kernels = load_kernels(game, precision, self._discrete, self.kernel_functions,
+                               tables={"step_table": table_specs(self._step_arrays),
+                                       "reset_table": table_specs(self._reset_arrays)})
+        if parallel == "auto":
+            threshold = parallel_min_envs(game, n, precision, numba.get_num_threads())
+            self.parallel = threshold is not None and n >= threshold
+        else:
+            self.parallel = bool(parallel)
+        suffix = "parallel" if self.parallel else "serial"
+        self._step_kernel = getattr(kernels, f"step_{suffix}")
+        self._min_parallel_resets = PARALLEL_MIN_RESETS * launch_factor() if self.parallel else 0
+        self._observe_kernel = getattr(kernels, f"observe_{suffix}")
+        self._observe_args = (self.obs, self.masks, P) + state
+        if f"observe_{suffix}" in kernels.PADDED:
+            self._observe_args += (np.zeros(1),)  # see vecsim.engine.codegen.LEAKY_ARG_COUNT
+        self._step_table = address_table(self._step_arrays)
+        # step_mode_fresh's copy, whose first four rows point_outputs aims at new arrays.
+        self._fresh_table = self._step_table.copy()
+        self._point_outputs = kernels.point_outputs
+        self._reset_table = address_table(self._reset_arrays)
+        self._reset_kernel = getattr(kernels, f"reset_{suffix}")
+        # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
+        # kernel skips empty words without the cost of starting threads. A parallel engine
+        # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more, times the threading
+        # layer's launch_factor (_reset_envs_kernel).
+        self._reset_sparse_kernel = kernels.reset_serial
+        self._fills_rows = bool(game.hints.write_obs_fills_row)
+        self._fresh_specs = ((self.obs.shape, self.obs.dtype, "F" if self.obs.flags.f_contiguous else "C"),
+                             n, self.rewards.dtype)
+        self._buffers_given = bool(buffers)
+        self._detached = None  # the outputs of the last step_mode_fresh, while the engine's buffers are behind
+        self._max_steps = 0 if self.max_episode_steps is None else self.max_episode_steps
+        #: Extra per-step arrays of the game (info key -> (num_envs, ...) view of its state).
+        self.info_arrays = {key: getattr(self.state, field)
+                            for key, field in game.info_fields(self.params_scalar).items()}
+        self.result = StepResult(self.obs, self.rewards, self.terminals, self.truncations, self.masks,
+                                 self.events, self.event_names, self.info_arrays)
+
+    # -- construction helpers ------------------------------------------------------------
+    def _setup_actions(self):
+        space = self.single_action_space
+        n = self.num_envs
+        if isinstance(space, spaces.Discrete):
+            if int(space.start) != 0:
+                raise TypeError("vecsim games use Discrete action spaces starting at 0")
+            self._discrete = True
+            self._act_shape = (n,)
+            self._act_dtype = np.dtype(np.int64)
+        elif isinstance(space, spaces.Box) and len(space.shape) == 1:
+            self._discrete = False
+            self._act_shape = (n, space.shape[0])
+            self._act_dtype = np.dtype(space.dtype)
+        else:
+            raise TypeError(f"unsupported action space {space}")
+        self._act_buf = np.zeros(self._act_shape, dtype=self._act_dtype)
+
+    def _adopt_buffers(self, buffers: dict) -> None:
+        unknown = sorted(set(buffers) - set(BUFFER_NAMES))
+        if unknown:
+            raise TypeError(f"unknown buffer name(s) {unknown}; valid names are {list(BUFFER_NAMES)}")
+        expect = {
+            "obs": ((self.num_envs, self.obs_dim), self.obs_dtype),
+            "rewards": ((self.num_envs,), np.dtype(self._float)),
+            "terminals": ((self.num_envs,), np.dtype(np.bool_)),
+            "truncations": ((self.num_envs,), np.dtype(np.bool_)),
+        }
+        for name, arr in buffers.items():
+            shape, dtype = expect[name]
+            if not isinstance(arr, np.ndarray):
+                raise TypeError(f"buffer {name} must be a numpy array, but got {type(arr).__name__}")
+            if arr.shape != shape or arr.dtype != dtype:
+                raise ValueError(f"buffer {name} must have shape {shape} and dtype {dtype}, "
+                                 f"but got shape {arr.shape} and dtype {arr.dtype}")
+            if not arr.flags.writeable:
+                raise ValueError(f"buffer {name} is read-only")
+            contiguous = arr.flags.c_contiguous or (name == "obs" and arr.flags.f_contiguous)
+            if not contiguous:
+                raise ValueError(f"buffer {name} must be contiguous")
+        if "obs" in buffers:
+            self.obs = buffers["obs"]
+        if "rewards" in buffers:
+            self.rewards = buffers["rewards"]
+        if "terminals" in buffers:
+            self.terminals = buffers["terminals"]
+        if "truncations" in buffers:
+            self.truncations = buffers["truncations"]
+        arrays = [self.obs, self.rewards, self.terminals, self.truncations]
+        for a in range(len(arrays)):
+            for b in range(a + 1, len(arrays)):
+                if np.shares_memory(arrays[a], arrays[b]):
+                    raise ValueError(f"buffers {BUFFER_NAMES[a]} and {BUFFER_NAMES[b]} overlap")
+
+    # -- validation ----------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"this {self.game.name} engine is closed")
+
+    def coerce_actions(self, actions) -> np.ndarray:
+        """Check ``actions`` and return them as the kernel's array (no copy when they already are)."""
+        if (type(actions) is np.ndarray and actions.dtype == self._act_dtype
+                and actions.shape == self._act_shape and actions.flags.c_contiguous):
+            return actions
+        try:
+            arr = np.asarray(actions)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"actions must be array-like, but got {type(actions).__name__}: {exc}") from None
+        if arr.shape != self._act_shape:
+            raise ValueError(f"actions must have shape {self._act_shape} for {self.single_action_space} "
+                             f"and num_envs={self.num_envs}, but got shape {arr.shape}")
+        if self._discrete:
+            if arr.dtype.kind not in "iu":
+                raise TypeError(f"actions for {self.single_action_space} must be integers, but got dtype {arr.dtype}")
+            if arr.dtype.kind == "u" or arr.dtype.itemsize > 8:
+                big = np.flatnonzero(arr > np.iinfo(np.int64).max)
+                if big.size:
+                    i = int(big[0])
+                    raise ValueError(f"actions[{i}] = {arr[i]} is out of range for {self.single_action_space}")
+        elif arr.dtype.kind not in "fiu":
+            raise TypeError(f"actions for {self.single_action_space} must be numbers, but got dtype {arr.dtype}")
+        with np.errstate(over="ignore"):  # a float64 too large for float32 is reported below
+            np.copyto(self._act_buf, arr, casting="unsafe")
+        if not self._discrete:
+            bad = ~np.isfinite(arr.astype(np.float64, copy=False)).all(axis=1)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"actions[{i}] = {arr[i]} is not finite")
+            self._check_float_cast()
+        return self._act_buf
+
+    def _check_float_cast(self) -> None:
+        if not np.isfinite(self._act_buf).all():  # a float64 too large for float32
+            i = int(np.flatnonzero(~np.isfinite(self._act_buf).all(axis=1))[0])
+            raise ValueError(f"actions[{i}] overflows {self._act_dtype}")
+
+    def _raise_step_error(self, status: int, index: int, actions: np.ndarray):
+        if status == _BAD_ACTION:
+            raise ValueError(f"actions[{index}] = {actions[index].tolist()!r} is out of range for "
+                             f"{self.single_action_space} (env {index})")
+        if status == _ILLEGAL_ACTION:
+            raise ValueError(f"actions[{index}] = {actions[index].tolist()!r} is not a legal action for env {index} "
+                             f"(its action mask is False there; see action_masks()); nothing was stepped")
+        if status == _ALIASED_ARRAY:
+            raise ValueError(f"actions share memory with this engine's own {self._step_names[index]} array; "
+                             f"pass a separate array (nothing was stepped)")
+        if status == _FINISHED_ENV:
+            raise ValueError(f"env {index} finished its episode (terminated={bool(self.terminals[index])}, "
+                             f"truncated={bool(self.truncations[index])}); reset it with reset_envs before stepping it")
+        raise RuntimeError(f"kernel returned unknown status {status}")
+
+    def _seed_args(self, seed, span_envs: bool = True):
+        """(seed_mode, base_seed) for the reset kernel; fills ``self._seeds`` for lists."""
+        if seed is None:
+            if not self._seeded:
+                self._seeded = True
+                return 1, check_seed(_random_seed(), span=self.num_envs)
+            return 0, 0
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            if len(seed) != self.num_envs:
+                raise ValueError(f"a list of seeds must have length num_envs={self.num_envs}, but got length {len(seed)}")
+            for i, s in enumerate(seed):
+                self._seeds[i] = -1 if s is None else check_seed(s, what=f"seed[{i}]")
+            if any(s is None for s in seed) and not self._seeded:
+                base = _random_seed()
+                for i, s in enumerate(seed):
+                    if s is None:
+                        self._seeds[i] = (base + i) % MAX_SEED
+            self._seeded = True
+            return 2, 0
+        base = check_seed(seed, span=self.num_envs)
+        self._seeded = True  # only once the seed is valid: a rejected seed seeds nothing
+        return 1, base
+
+    def _words_of(self, mask) -> np.ndarray:
+        if isinstance(mask, ResetMask):
+            if mask.num_envs != self.num_envs:
+                raise ValueError(f"reset mask covers {mask.num_envs} envs, but num_envs={self.num_envs}")
+            return mask.words
+        if not isinstance(mask, np.ndarray):
+            raise TypeError(f"reset mask must be a ResetMask or a numpy bool array, but got {type(mask).__name__}")
+        if mask.dtype != np.bool_:
+            raise TypeError(f"reset mask must have dtype bool, but got dtype {mask.dtype}")
+        if mask.shape != (self.num_envs,):
+            raise ValueError(f"reset mask must have shape ({self.num_envs},), but got shape {mask.shape}")
+        self._bool_pad[: self.num_envs] = mask  # preallocated: saves a num_envs-sized temporary per call
+        self._bool_words[:] = np.packbits(self._bool_pad, bitorder="little").view("<u8")
+        return self._bool_words
+
+    # -- public API ----------------------------------------------------------------------
+    def zero_actions(self) -> np.ndarray:
+        """A new array of well-formed actions (all zeros) with the batch's action shape and dtype.
+
+        Zero may still be outside an env's action mask (Tetris's reach mode, where action 0 is
+        a pose high above the stack): where that raises, pick from ``masks``."""
+        return np.zeros(self._act_shape, dtype=self._act_dtype)
+
+    def supports_no_reset(self) -> bool:
+        """Always True: every vecsim game supports ``step_no_reset`` and ``reset_envs``."""
+        return True
+
+    def reset(self, seed=None) -> np.ndarray:
+        """Reset every env.
+
+        Parameters
+        ----------
+        seed : int, list of (int or None), or None
+            ``int``: env ``i`` is seeded with ``seed + i``. A list gives each env its own seed
+            (``None`` keeps that env's stream). ``None`` continues every env's stream (a
+            first reset without a seed draws a random base seed).
+
+        Returns
+        -------
+        ndarray, shape (num_envs, obs_dim)
+            A view of the observation buffer.
+        """
+        self._check_open()
+        mode, base = self._seed_args(seed)
+        self._forget_done()
+        self._check_reset(self._reset_kernel(self._all_words, mode, base, self._reset_table))
+        self._detached = None
+        self._has_reset = True
+        return self.obs
+
+    def reset_envs(self, mask, seed=None) -> np.ndarray:
+        """Reset only the envs in ``mask`` (a ``ResetMask`` or a ``(num_envs,)`` bool array).
+
+        ``seed`` as for ``reset``: with an int, env ``i`` of the mask gets seed ``seed + i``
+        (the seed it would get from ``reset(seed)``); a list gives each masked env its entry;
+        ``None`` continues each env's stream. An empty mask changes nothing. Returns the
+        observation buffer (a view).
+        """
+        result = self.result
+        if (mask is result.done_mask and seed is None and not self._closed and self._seeded
+                and self._detached is None):
+            # The operant loop (step_no_reset, then reset_envs(result.to_reset_mask())): the mask
+            # the step kernel packed and counted, each env continuing its stream. Nothing to
+            # check or convert; what the general path below would do, minus its Python (and the
+            # kernel choice of _reset_envs_kernel, inlined). No env finished: no call at all
+            # (most steps of MountainCar, Pendulum and Acrobot, half of 16 CartPole envs').
+            if result.num_done == 0:
+                return self.obs
+            if self.parallel and result.num_done >= self._min_parallel_resets:
+                self._reset_kernel(mask.words, 0, 0, self._reset_table)  # the engine's own words
+            else:
+                self._reset_sparse_kernel(mask.words, 0, 0, self._reset_table)
+            return self.obs
+        self._check_open()
+        words = self._words_of(mask)
+        mode, base = self._seed_args(seed)
+        self._attach_outputs()
+        self._check_reset(self._reset_envs_kernel(mask)(words, mode, base, self._reset_table))
+        if not self._has_reset:
+            self._has_reset = bool(np.array_equal(words, self._all_words))
+        return self.obs
+
+    def _check_reset(self, aliased: int) -> None:
+        """Raise for a reset kernel that declined a mask sharing memory with the engine's arrays."""
+        if aliased >= 0:
+            raise ValueError(f"the reset mask's words share memory with this engine's own "
+                             f"{self._reset_names[aliased]} array; pass a separate mask (nothing was reset)")
+
+    def _reset_envs_kernel(self, mask):
+        """The reset kernel for ``reset_envs`` of a checked ``mask``: the serial one unless
+        this engine is parallel and the mask holds at least ``PARALLEL_MIN_RESETS`` envs (times
+        ``launch_factor()``). Both give the same results: an env's reset touches only that env."""
+        if not self.parallel:
+            return self._reset_sparse_kernel
+        if mask is self.result.done_mask:
+            count = self.result.num_done  # counted by the step kernel that packed the mask
+        elif isinstance(mask, ResetMask):
+            count = mask.count()
+        else:
+            count = int(np.count_nonzero(mask))
+        return self._reset_kernel if count >= self._min_parallel_resets else self._reset_sparse_kernel
+
+    def _forget_done(self) -> None:
+        """Drop the kernel-packed mask of the last ``step_no_reset`` (another step or a full
+        reset follows; ``StepResult.to_reset_mask`` then reads the flags)."""
+        self.result.done_mask = None
+        self.result.num_done = -1
+
+    def _check_started(self) -> None:
+        if not self._has_reset:
+            raise RuntimeError("call reset() before stepping")
+
+    def step_no_reset(self, actions) -> StepResult:
+        """Step every env once without resetting any.
+
+        An env that finished must be reset with ``reset_envs`` before it is stepped again
+        (``ValueError`` otherwise). Returns ``self.result``, whose arrays are views
+        overwritten by the next call.
+        """
+        if self._closed or not self._has_reset:
+            self._check_open()
+            self._check_started()
+        acts = self.coerce_actions(actions)
+        result = self.result
+        result.done_mask = None  # until the kernel has filled the mask again
+        result.num_done = -1
+        status, index = self._step_kernel(NO_RESET, self._max_steps, acts, self._step_table)
+        if status:
+            self._raise_step_error(status, index, acts)
+        self._detached = None
+        result.done_mask = self._done_mask
+        result.num_done = index
+        return result
+
+    def step(self, actions):
+        """Step every env, resetting on the next step the envs that finished (Gymnasium's NEXT_STEP).
+
+        Returns views ``(obs, rewards, terminals, truncations)`` overwritten by the next call.
+        """
+        self._check_open()
+        self._check_started()
+        acts = self.coerce_actions(actions)
+        self._forget_done()
+        status, index = self._step_kernel(NEXT_STEP, self._max_steps, acts, self._step_table)
+        if status:
+            self._raise_step_error(status, index, acts)
+        self._detached = None
+        return self.obs, self.rewards, self.terminals, self.truncations
+
+    def step_mode(self, mode: int, actions) -> None:
+        """Step every env once in kernel ``mode`` (``NEXT_STEP``, ``SAME_STEP`` or ``NO_RESET``
+        of ``vecsim.engine``): the step the Gymnasium front ends make for each autoreset mode.
+        The outputs are in the engine's buffers."""
+        if mode not in (NEXT_STEP, SAME_STEP, NO_RESET):
+            raise ValueError(f"mode must be NEXT_STEP ({NEXT_STEP}), SAME_STEP ({SAME_STEP}) or NO_RESET "
+                             f"({NO_RESET}), but got mode={mode!r}")
+        self._check_open()
+        self._check_started()
+        self._step_mode(mode, self.coerce_actions(actions))
+
+    def _step_mode(self, mode: int, acts: np.ndarray) -> None:
+        """``step_mode`` on actions that ``coerce_actions`` returned (the front ends check them
+        once, and the engine's state)."""
+        self._forget_done()
+        status, index = self._step_kernel(mode, self._max_steps, acts, self._step_table)
+        if status:
+            self._raise_step_error(status, index, acts)
+        self._detached = None
+
+    @property
+    def fresh_outputs_ok(self) -> bool:
+        """Whether ``step_mode_fresh`` may be used: the game's ``write_obs`` fills whole rows
+        (``KernelHints.write_obs_fills_row``) and no caller-supplied buffer must receive the outputs."""
+        return self._fills_rows and not self._buffers_given
+
+    def step_mode_fresh(self, mode: int, actions):
+        """Run the step kernel in ``mode`` (``NEXT_STEP`` or ``SAME_STEP``) on ``actions``,
+        writing this step's observations, rewards and flags into new arrays instead of the
+        engine's buffers; returns them as ``(obs, rewards, terminals, truncations)``.
+
+        For front ends that return new arrays each step (the VectorEnv with ``copy=True``): in
+        these modes the kernel writes every env's outputs, so new uninitialised arrays come
+        back whole, and the step needs no copies (at 4096 CartPole envs, copying the four
+        outputs took a tenth of a float64 step). Only where ``fresh_outputs_ok``. The engine's
+        own four buffers are left as they were: ``reset_envs`` and ``refresh`` bring them up to
+        date first (``_attach_outputs``), and ``step``, ``step_no_reset`` and ``reset`` rewrite
+        them whole.
+        """
+        if mode not in (NEXT_STEP, SAME_STEP) or not self.fresh_outputs_ok:
+            raise ValueError(f"step_mode_fresh needs NEXT_STEP or SAME_STEP mode and a game whose write_obs fills "
+                             f"whole rows, without caller buffers (mode={mode}, fresh_outputs_ok={self.fresh_outputs_ok})")
+        if self._closed or not self._has_reset:
+            self._check_open()
+            self._check_started()
+        acts = self.coerce_actions(actions)
+        (obs_shape, obs_dtype, obs_order), n, float_dtype = self._fresh_specs
+        out = (np.empty(obs_shape, obs_dtype, order=obs_order), np.empty(n, float_dtype), np.empty(n, np.bool_),
+               np.empty(n, np.bool_))
+        self._forget_done()
+        table = self._fresh_table
+        self._point_outputs(table, *out)
+        status, index = self._step_kernel(mode, self._max_steps, acts, table)
+        if status:
+            self._raise_step_error(status, index, acts)
+        self._detached = out
+        return out
+
+    def _attach_outputs(self) -> None:
+        """After ``step_mode_fresh``: bring the engine's own output buffers up to date (the
+        observations recomputed from the state, the rewards and flags from the step's arrays)
+        before a call that rewrites only some envs."""
+        if self._detached is None:
+            return
+        _, rewards, terminals, truncations = self._detached
+        self._detached = None
+        self._observe_kernel(*self._observe_args)
+        np.copyto(self.rewards, rewards)
+        np.copyto(self.terminals, terminals)
+        np.copyto(self.truncations, truncations)
+
+    def refresh(self) -> None:
+        """Recompute observations and masks after writing ``state`` directly."""
+        self._check_open()
+        self._attach_outputs()
+        self._observe_kernel(*self._observe_args)
+
+    def action_masks(self) -> np.ndarray:
+        """Legal-action masks, shape (num_envs, n_actions) bool (a view)."""
+        self._check_open()
+        if self.n_mask == 0:
+            return np.ones((self.num_envs, getattr(self.single_action_space, "n", 0)), dtype=bool)
+        return self.masks
+
+    def _env_index(self, i) -> int:
+        if not _is_int(i):
+            raise TypeError(f"env index must be an int, but got {i!r}")
+        if not 0 <= i < self.num_envs:
+            raise IndexError(f"env index {i} is out of range for num_envs={self.num_envs}")
+        return int(i)
+
+    def env_values(self, i: int) -> dict:
+        """Env ``i``'s state fields as a dict of Python scalars / small arrays (for rendering)."""
+        i = self._env_index(i)
+        return {name: (arr[i].item() if arr.ndim == 1 else arr[i].copy()) for name, arr in zip(self.state._fields, self.state)}
+
+    def params_of(self, i: int):
+        """The game's ``Params`` with env ``i``'s constants as scalars."""
+        i = self._env_index(i)
+        cls = self.game.params_cls
+        return cls(*(float(v) if np.ndim(v) == 0 else float(v[i]) for v in self.params))
+
+    def render_rgb(self, i: int = 0) -> np.ndarray:
+        """Env ``i`` as an RGB image (uint8, (H, W, 3))."""
+        self._check_open()
+        return self.game.render_rgb(self.env_values(i), self.params_of(i))
+
+    def render_text(self, i: int = 0) -> str:
+        """Env ``i`` as text."""
+        self._check_open()
+        return self.game.render_text(self.env_values(i), self.params_of(i))
+
+    def close(self) -> None:
+        """Release the engine; every later call raises ``RuntimeError``. Idempotent."""
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        return (f"Engine({self.game.env_id}, num_envs={self.num_envs}, precision={self.precision!r}, "
+                f"parallel={self.parallel})")

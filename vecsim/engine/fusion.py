@@ -1,0 +1,201 @@
+"""Per-game functions that the batched kernels call once per env or run of envs: a game's step,
+observation and mask fused into one call, its reset with a fresh episode's outputs, and its
+pre-step draft over a run of envs. One of each per game, step, mask and precision, shared by
+every kernel module of the process."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from numba import njit
+
+from vecsim.core.jit import EXACT_OPTIONS, kernel_options
+from vecsim.engine.game import contract_function
+
+_FUSED: dict = {}
+_FUSED_LOCK = threading.Lock()
+
+
+def _inline_copy(fn, opts: dict):
+    """A copy of the njit function ``fn`` compiled with ``opts`` and ``inline="always"``."""
+    return njit(**dict(opts, inline="always"))(fn.py_func)
+
+
+def _float_semantics(opts: dict) -> tuple:
+    fm = opts.get("fastmath", False)
+    return (frozenset(fm) if isinstance(fm, (set, frozenset)) else bool(fm), opts.get("error_model", "python"))
+
+
+def inline_if_same_semantics(fn, opts: dict):
+    """A copy of the njit function ``fn`` that Numba inlines into callers compiled with
+    ``opts``, or ``fn`` itself when its fast-math flags or error model differ from ``opts``'.
+
+    Inlined code is compiled with its caller's flags, so a policy written ``@exact`` inside a
+    ``precision="float32"`` kernel would otherwise silently compute with fast math."""
+    if _float_semantics(fn.targetoptions) != _float_semantics(opts):
+        return fn
+    opts = {k: v for k, v in fn.targetoptions.items() if k != "nopython"}  # njit's own
+    return njit(**dict(opts, cache=False, inline="always"))(fn.py_func)
+
+
+def step_parts(game_module, step_name: str, precision: str, mask_name: str = "write_mask"):
+    """``(step, write_obs, write_mask)`` of a game for ``step_and_write`` and
+    ``step_run_and_write``: copies of its step (``step_name``) and mask (``mask_name``: its
+    ``write_mask`` or the stand-in its ``kernel_functions`` chose) that Numba inlines into
+    their caller, and its ``write_obs`` (one per game, step, mask and precision)."""
+    key = (game_module.__name__, step_name, mask_name, precision, "parts")
+    with _FUSED_LOCK:
+        if key not in _FUSED:
+            opts = dict(kernel_options(precision, False), cache=False)
+            _FUSED[key] = (_inline_copy(getattr(game_module, step_name), opts), game_module.write_obs,
+                           _inline_copy(contract_function(game_module, mask_name), opts))
+        return _FUSED[key]
+
+
+def step_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask"):
+    """The njit function ``f(s, p, i, actions, events, rng, obs, masks) -> (reward, terminated)``
+    of a game: its step (``step_name``: ``"step_env"`` or ``"step_env_fast"``), then
+    ``write_obs`` and its mask (``mask_name``, as for ``step_parts``) of env ``i``, in one call.
+
+    The batched kernels call it once per env instead of calling the three functions: every
+    call passes each ``State`` array's pointer, shape and strides by value, which for a game
+    of many arrays costs more than a small function's work (Tetris, 25 arrays: about 60 ns a
+    call, against 30 ns for its drop-mode mask). The step and the mask are inlined into this
+    function rather than into a kernel's prange body, where inlining them changed the parallel
+    kernel's results (Numba 0.68). One function per game, step, mask and precision, shared by every
+    kernel module; not cached on its own (kernels embed it, and their file names hash the
+    game's sources)."""
+    step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
+    key = (game_module.__name__, step_name, mask_name, precision)
+    with _FUSED_LOCK:
+        if key not in _FUSED:
+            opts = dict(kernel_options(precision, False), cache=False)
+
+            @njit(**opts)
+            def fused(s, p, i, actions, events, rng, obs, masks):
+                reward, terminated = step(s, p, i, actions, events, rng)
+                write_obs(s, p, i, obs)
+                mask(s, p, i, masks)
+                return reward, terminated
+
+            _FUSED[key] = fused
+        return _FUSED[key]
+
+
+def pre_step_draft_run(game_module, precision: str):
+    """The njit function ``f(s, p, lo, hi, actions)``: a game's ``pre_step_draft_env`` for
+    envs ``lo`` to ``hi - 1``, inlined into the loop by Numba so that LLVM vectorises it.
+
+    The batched step kernels call it once (serial) or once a run of envs (parallel) instead of
+    calling the draft per env: LLVM declines to inline a draft as large as
+    ``vecsim.core.exactmath.cos_wide`` into a kernel's loop, and Numba's own inlining into a
+    ``prange`` body dropped its stores (Numba 0.68). The loop reads and writes few arrays, so
+    LLVM's run-time overlap check stays cheap. One function per game and precision."""
+    key = (game_module.__name__, "pre_step_draft_run", precision)
+    with _FUSED_LOCK:
+        if key not in _FUSED:
+            opts = dict(kernel_options(precision, False), cache=False)
+            draft = _inline_copy(game_module.pre_step_draft_env, opts)
+
+            @njit(**opts)
+            def run(s, p, lo, hi, actions):
+                for i in range(lo, hi):
+                    draft(s, p, np.uint64(i), actions)
+
+            _FUSED[key] = run
+        return _FUSED[key]
+
+
+#: Where an episode's step count saturates (``elapsed`` is int32).
+MAX_ELAPSED = 2**31 - 1
+
+
+def step_run_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask"):
+    """The njit function ``f(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs,
+    masks, elapsed, rewards, term, trunc, needs_reset, was_done)`` of a game: one step of each
+    env ``lo <= i < hi`` as the step kernels make it (the game's step, ``write_obs``,
+    ``write_mask``, then the step count, reward and flags), skipping the envs with
+    ``was_done[i]`` when ``skip_due``.
+
+    The kernels of a game with ``KernelHints.envs_per_call > 1`` call it once per run of that many envs
+    instead of calling ``step_and_write`` once per env: the ``State`` arrays are passed once
+    a run. The same step, observation and mask as ``step_and_write``'s, inlined here, so
+    the same results."""
+    # The step and mask themselves are inlined into the loop, not an inlined step_and_write:
+    # Numba copies an inlined function's IR at each site, and an inlined function that
+    # itself inlines the step would be copied whole once more (5 s more to compile Tetris).
+    step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
+    key = (game_module.__name__, step_name, mask_name, precision, "run")
+    with _FUSED_LOCK:
+        if key not in _FUSED:
+            opts = dict(kernel_options(precision, False), cache=False)
+
+            @njit(**opts)
+            def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, masks, elapsed, rewards, term,
+                    trunc, needs_reset, was_done):
+                for i in range(lo, hi):
+                    if skip_due and was_done[i]:
+                        continue
+                    reward, terminated = step(s, p, i, actions, events, rng)  # as step_and_write
+                    write_obs(s, p, i, obs)
+                    mask(s, p, i, masks)
+                    # As the per-env loop of vecsim/engine/templates/batch.py writes them (kept in its
+                    # prange body there, where the loop vectorises): change both together.
+                    t = min(elapsed[i] + 1, MAX_ELAPSED)
+                    elapsed[i] = t
+                    truncated = max_steps > 0 and t >= max_steps
+                    rewards[i] = reward
+                    term[i] = terminated
+                    trunc[i] = truncated
+                    needs_reset[i] = terminated | truncated
+
+            _FUSED[key] = run
+        return _FUSED[key]
+
+
+def reset_and_write(game_module, mask_name: str = "write_mask"):
+    """The njit function ``f(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset,
+    has_final, obs, masks, final_obs, same_step)`` of a game: its ``reset_env`` of env ``i``,
+    then ``write_obs`` and its mask (``mask_name``, as for ``step_parts``).
+
+    With ``same_step`` False, the outputs of a fresh episode (no reward, flags or events,
+    step 0). With ``same_step`` True (Gymnasium's SAME_STEP autoreset), env ``i``'s
+    observation first goes to ``final_obs`` and the step's reward, flags and events stay,
+    with ``has_final`` set; ``final_obs`` is not touched otherwise.
+
+    One call per reset env instead of four, for the reason given in ``step_and_write`` (for
+    CartPole's six arrays the saving was within this machine's noise; games with many State
+    arrays gain more), and one place for a fresh episode's outputs instead of three copies in
+    the kernel template. One function for both kinds of reset: the step kernel's SAME_STEP
+    pass once called the game's functions itself, which compiled them once more (about 5 of
+    the 18 s to Tetris's first step). Compiled with the exact options whatever the precision:
+    resets draw in float64 either way."""
+    key = (game_module.__name__, "reset_env", mask_name, "exact")
+    with _FUSED_LOCK:
+        if key not in _FUSED:
+            opts = dict(EXACT_OPTIONS, cache=False)
+            reset = _inline_copy(game_module.reset_env, opts)
+            write_obs = _inline_copy(game_module.write_obs, opts)
+            mask = _inline_copy(contract_function(game_module, mask_name), opts)
+
+            @njit(**opts)
+            def fused(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks,
+                      final_obs, same_step):
+                if same_step:
+                    write_obs(s, p, i, final_obs)
+                reset(s, p, i, rng)
+                if not same_step:
+                    for k in range(events.shape[1]):
+                        events[i, k] = 0
+                    rewards[i] = 0.0
+                    term[i] = False
+                    trunc[i] = False
+                elapsed[i] = 0
+                needs_reset[i] = False
+                has_final[i] = same_step
+                write_obs(s, p, i, obs)
+                mask(s, p, i, masks)
+
+            _FUSED[key] = fused
+        return _FUSED[key]

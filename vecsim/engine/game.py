@@ -1,0 +1,267 @@
+"""The one reader of a game module: ``load_game`` reads it once into a ``GameSpec`` that holds
+every name of the contract, each optional one with its default. The engine, the front ends
+and the collector ask the ``GameSpec``, never the module. ``games/README.md`` is the guide.
+
+Required (a game that lacks one is refused by name):
+
+``NAME``, ``ENV_ID``
+    Display name (``"CartPole"``) and Gymnasium id without namespace (``"CartPole-v1"``).
+``Params``
+    A ``NamedTuple`` of numeric constants whose defaults equal the reference the game follows.
+    In kernels a field is a scalar or a ``(num_envs,)`` array (per-env constants): read it
+    with ``vecsim.core.contract.param(p.field, i)``.
+``State``, ``allocate_state(num_envs, float_dtype, params) -> State``
+    A ``NamedTuple`` of arrays whose leading axis is ``num_envs`` (structure of arrays).
+``observation_space(params)``, ``action_space(params)``
+    Single-env Gymnasium spaces for scalar ``params`` (``Discrete`` from 0, or a 1-D ``Box``).
+``reset_env(s, p, i, rng)``, ``step_env(s, p, i, actions, events, rng) -> (reward, terminated)``,
+``write_obs(s, p, i, obs)``
+    ``@njit`` functions over env ``i`` (compiled with ``vecsim.core.jit.exact`` or ``fast``);
+    they run inside kernels without reference counting, so they never allocate.
+``render_rgb(values, params) -> uint8 (H, W, 3)``, ``render_text(values, params) -> str``
+    One env drawn from ``values``, a dict of its state fields.
+
+Optional, with the default this reader gives:
+
+=============================  ===================================================================
+``VERSION``                    ``ENV_ID``'s ``-vN`` suffix
+``MAX_EPISODE_STEPS``          ``None`` (no truncation); ``REWARD_THRESHOLD``: ``None``
+``EVENTS``                     ``()``: names of the per-step counters ``step_env`` writes
+``PHYSICAL_STATE``             every ``State`` field: what ``env.unwrapped.state`` shows
+``RENDER_FPS``                 30
+``action_ok(p, actions, i)``   derived from the action space: ``0 <= a < n``, or every component
+                               finite
+``write_mask(s, p, i, masks)`` none: every action is always legal (no mask)
+``enforce_mask(p, i)``         none: a mask is advisory; with it an action outside the mask is
+                               refused before the step
+``prepare_params(given)``      none: named choices (``action_mode="reach"``) to numbers
+``check_params(values)``       none: raise ``ValueError`` for meaningless constants
+``STRUCTURAL``                 ``()``: ``Params`` fields with one value for the whole batch
+``kernel_functions(params)``   none: stand-ins (``SPECIALISABLE``) for a batch's kernels
+``info_fields(params)``        none: info key -> ``State`` field, per-step extra outputs
+``step_env_fast``              none: the step of ``precision="float32"`` (``fast`` options)
+``pre_step_env``               none: a pass of library calls before the step loop, so that the
+                               step loop vectorises; ``pre_step_draft_env`` and
+                               ``pre_step_fix_env`` split it into a vectorisable draft and a fix
+``KERNEL_HINTS``               ``vecsim.core.contract.KernelHints()``: performance hints only
+``DEMO_AGENT``                 none: ``(name, "module:function", engine kwargs)`` for ``vecsim demo``
+=============================  ===================================================================
+
+Batch sizes from which a game's parallel kernels win are not the game's to declare: they are
+measured per machine and live in the tuning table (``vecsim.engine.tuning``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from types import ModuleType
+
+from gymnasium import spaces
+
+from vecsim.core.contract import KernelHints, no_mask, no_pre_step
+
+REQUIRED = (
+    "NAME", "ENV_ID", "Params", "State", "allocate_state", "observation_space", "action_space",
+    "reset_env", "step_env", "write_obs", "render_rgb", "render_text",
+)
+
+#: Contract functions a game's ``kernel_functions`` may replace in a batch's kernels.
+SPECIALISABLE = ("step_env", "step_env_fast", "write_mask")
+
+#: The ``@njit`` functions a kernel may call, with the stand-in for a game that has none.
+_KERNEL_DEFAULTS = {"write_mask": no_mask, "pre_step_env": no_pre_step}
+
+
+def contract_function(module: ModuleType, name: str):
+    """The game module's ``@njit`` contract function ``name``, or the contract's default for it
+    (``write_mask``: no mask). The kernel builders (``vecsim.engine.fusion``) ask this."""
+    found = getattr(module, name, None)
+    return _KERNEL_DEFAULTS[name] if found is None and name in _KERNEL_DEFAULTS else found
+
+
+def _optional(module, name, default):
+    return getattr(module, name, default)
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """A game module read once: every contract name, optional ones with their defaults.
+
+    Attributes
+    ----------
+    module : ModuleType
+        The game module (kernels import it by name; nothing else reads it).
+    name, env_id, version : str
+    max_episode_steps : int or None
+    reward_threshold : float or None
+    params_cls, state_cls : type
+        The game's ``Params`` and ``State`` NamedTuples.
+    events : tuple of str
+    physical_state : tuple of str
+    render_fps : int
+    has_action_mask : bool
+        Whether the game writes legal-action masks (it declares ``write_mask``).
+    has_action_ok : bool
+        Whether the game checks actions itself (else the action space's check is derived).
+    enforces_mask : bool
+        Whether an action outside the mask is refused before the step (``enforce_mask``).
+    structural : tuple of str
+    hints : KernelHints
+    demo_agent : tuple or None
+    """
+
+    module: ModuleType
+    name: str
+    env_id: str
+    version: str
+    max_episode_steps: int | None
+    reward_threshold: float | None
+    params_cls: type
+    state_cls: type
+    events: tuple
+    physical_state: tuple
+    render_fps: int
+    has_action_mask: bool
+    has_action_ok: bool
+    enforces_mask: bool
+    structural: tuple
+    hints: KernelHints
+    demo_agent: tuple | None = field(default=None)
+
+    # -- what the module computes, asked through the reader --------------------------------
+    def observation_space(self, params) -> spaces.Space:
+        return self.module.observation_space(params)
+
+    def action_space(self, params) -> spaces.Space:
+        return self.module.action_space(params)
+
+    def allocate_state(self, num_envs: int, float_dtype, params):
+        return self.module.allocate_state(num_envs, float_dtype, params)
+
+    def prepare_params(self, given: dict) -> dict:
+        prepare = getattr(self.module, "prepare_params", None)
+        return given if prepare is None else prepare(given)
+
+    def check_params(self, values: dict) -> None:
+        check = getattr(self.module, "check_params", None)
+        if check is not None:
+            check(values)
+
+    def info_fields(self, params) -> dict:
+        fields = getattr(self.module, "info_fields", None)
+        return {} if fields is None else dict(fields(params))
+
+    def render_rgb(self, values: dict, params):
+        return self.module.render_rgb(values, params)
+
+    def render_text(self, values: dict, params) -> str:
+        return self.module.render_text(values, params)
+
+    def has(self, name: str) -> bool:
+        """Whether the game declares the optional kernel function ``name`` (``step_env_fast``,
+        ``pre_step_env``, ``pre_step_fix_env``, ...)."""
+        return hasattr(self.module, name)
+
+    def threshold_hint(self, name: str):
+        """The game's own ``name`` (``PARALLEL_MIN_ENVS`` and its kin) for the tuning table's
+        fallback, or None when the game declares none."""
+        return getattr(self.module, name, None)
+
+    def source_files(self) -> list[str]:
+        """Source files whose text can change this game's compiled kernels.
+
+        For a game package (``games/tetris/``): every ``.py`` file in it. For a game module
+        (``games/cartpole.py``): the modules beside it, which it may import. In both cases the
+        top-level package's private helpers (``vecsim/core/exactmath.py``) and ``planners/``. A
+        changed callee must give a new kernel module; an unrelated game's edit must not.
+        """
+        import pathlib
+
+        top = importlib.import_module(self.module.__name__.split(".")[0])
+        top_dirs = [pathlib.Path(p) for p in getattr(top, "__path__", [])]
+        files: set[str] = set()
+        if hasattr(self.module, "__path__"):  # a package: all of it
+            for root in self.module.__path__:
+                files.update(str(f) for f in pathlib.Path(root).rglob("*.py"))
+        else:
+            files.update(str(f) for f in pathlib.Path(inspect.getfile(self.module)).parent.glob("*.py"))
+        for root in top_dirs:
+            files.update(str(f) for f in root.glob("_*.py"))
+        try:
+            for root in importlib.import_module("vecsim.planners").__path__:
+                files.update(str(f) for f in pathlib.Path(root).rglob("*.py"))
+        except ImportError:
+            pass
+        files.add(inspect.getfile(self.module))
+        return sorted(files)
+
+
+    def kernel_functions(self, params) -> tuple[tuple[str, str], ...]:
+        """The game's ``kernel_functions(params)`` for scalar ``params``, checked, as sorted
+        ``(contract name, stand-in name)`` pairs: what the kernel modules of that batch are
+        generated with. A game without ``action_ok`` gets the check its action space implies,
+        as the pair ``("action_ok", "below_<n>")`` (``Discrete(n)``) or ``("action_ok",
+        "finite")`` (``Box``)."""
+        from numba.core.registry import CPUDispatcher
+
+        chooser = getattr(self.module, "kernel_functions", None)
+        chosen = {} if chooser is None else chooser(params)
+        if not isinstance(chosen, dict):
+            raise TypeError(f"{self.module.__name__}.kernel_functions must return a dict, but returned {chosen!r}")
+        for name, stand_in in chosen.items():
+            if name not in SPECIALISABLE:
+                raise ValueError(f"{self.module.__name__}.kernel_functions may replace only {SPECIALISABLE}, "
+                                 f"but named {name!r}")
+            if not isinstance(stand_in, str) or not isinstance(getattr(self.module, stand_in, None), CPUDispatcher):
+                raise TypeError(f"{self.module.__name__}.kernel_functions chose {stand_in!r} for {name!r}, "
+                                f"which is not an @njit function of the module")
+        chosen = dict(chosen)
+        if not self.has_action_ok:
+            space = self.action_space(params)
+            chosen["action_ok"] = f"below_{int(space.n)}" if isinstance(space, spaces.Discrete) else "finite"
+        return tuple(sorted(chosen.items()))
+
+
+def load_game(module) -> GameSpec:
+    """Read a game module (a module or its import name) once into a ``GameSpec``.
+
+    Raises
+    ------
+    TypeError
+        The module lacks a required name, declares half of a pair, or a hint is malformed.
+    """
+    mod = importlib.import_module(module) if isinstance(module, str) else module
+    if not isinstance(mod, ModuleType):
+        raise TypeError(f"a game must be a module or a module's import name, but got {module!r}")
+    where = f"game module {mod.__name__!r}"
+    missing = [name for name in REQUIRED if not hasattr(mod, name)]
+    if missing:
+        raise TypeError(f"{where} lacks {', '.join(missing)}")
+    two_pass = [hasattr(mod, name) for name in ("pre_step_env", "pre_step_draft_env", "pre_step_fix_env")]
+    if any(two_pass[1:]) and not all(two_pass):
+        raise TypeError(f"{where} must declare pre_step_draft_env and pre_step_fix_env together, with pre_step_env")
+    hints = _optional(mod, "KERNEL_HINTS", KernelHints())
+    if not isinstance(hints, KernelHints):
+        raise TypeError(f"{where}: KERNEL_HINTS must be a vecsim.core.contract.KernelHints, but got {hints!r}")
+    hints.check(where)
+    env_id = mod.ENV_ID
+    if not isinstance(env_id, str) or "/" in env_id:
+        raise TypeError(f"{where}: ENV_ID must be an id without namespace such as 'MyGame-v0', but got {env_id!r}")
+    version = _optional(mod, "VERSION", env_id.rsplit("-", 1)[1] if "-v" in env_id else "v0")
+    return GameSpec(
+        module=mod, name=mod.NAME, env_id=env_id, version=version,
+        max_episode_steps=_optional(mod, "MAX_EPISODE_STEPS", None),
+        reward_threshold=_optional(mod, "REWARD_THRESHOLD", None),
+        params_cls=mod.Params, state_cls=mod.State,
+        events=tuple(_optional(mod, "EVENTS", ())),
+        physical_state=tuple(_optional(mod, "PHYSICAL_STATE", mod.State._fields)),
+        render_fps=_optional(mod, "RENDER_FPS", 30),
+        has_action_mask=getattr(mod, "write_mask", no_mask) is not no_mask,
+        has_action_ok=hasattr(mod, "action_ok"),
+        enforces_mask=hasattr(mod, "enforce_mask"),
+        structural=tuple(_optional(mod, "STRUCTURAL", ())),
+        hints=hints,
+        demo_agent=_optional(mod, "DEMO_AGENT", None),
+    )

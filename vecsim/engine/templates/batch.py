@@ -1,0 +1,301 @@
+"""Template of the batched kernels, written once for every game.
+
+This file is never imported. ``vecsim.engine.codegen`` substitutes the game module, its step and
+mask functions (``STEP_ENV``, ``WRITE_MASK``: the contract's or the stand-ins its
+``kernel_functions`` chose), the state field names, the number of constants and the
+precision, writes the result as a real module
+in vecsim's cache folder, and imports it. A real file on disk is what lets Numba cache the
+kernels (a kernel that receives a jitted function as an argument, or a closure over one, is
+recompiled in every process). The section between the KERNELS markers is instantiated twice,
+``_serial`` and ``_parallel``: one body, two compilations, identical results.
+
+The step and reset kernels take as arguments only what changes from call to call (mode,
+actions, the four step outputs; the reset mask's words and seed mode) and one int64 address
+table (``vecsim.engine.codegen.address_table``) of every other array: each ``# VIEWS OF <table>``
+line becomes one ``c_array_at``/``f_array_at`` view per array, in the table's row order, with
+the dtype and layout of the engine's arrays rendered in. Numba's dispatch unboxes an array
+argument at about 45 ns; a view built from an address costs nearly nothing. A view of an
+array that shares no memory with the others is a ``c_distinct_array_at`` one, which lets LLVM
+put the serial kernel's step loop on SIMD lanes; the ``FIRST VIEW OF ... OVERLAPPING`` line
+checks the per-call array argument against them first (``vecsim.engine.codegen.render_table_views``).
+
+Buffers (``N = num_envs``):
+    actions   (N,) int64 or (N, d) float32
+    obs       (N, obs_dim), the game's observation dtype
+    rewards   (N,) float64 (float32 in precision="float32")
+    term, trunc, needs_reset, has_final   (N,) bool each
+    needs_pad (8 * len(done_words),) bool: ``needs_reset`` zero-padded to whole 64-env words
+              (the step table holds it; the step kernel slices ``needs_reset`` from it and
+              views it as ``needs_u64``, so the three are known to share memory)
+    was_done  (8 * len(done_words),) bool: ``needs_reset`` as the step began, zero-padded like
+              ``needs_u64`` (only its first N flags are envs)
+    final_obs like ``obs``: terminal observations in SAME_STEP mode
+    elapsed   (N,) int32 steps in the current episode (saturates at 2**31 - 1; 32-bit so that
+              the float32 step loop keeps 8 lanes)
+    rng       (N, 2) uint64 per-env stream key and counter
+    P         (n_params,) or (n_params, N) game constants
+    events    (N, n_events) int64
+    masks     (N, n_actions) bool (or (N, 0) for games without masks)
+    acts32    (N,) int32: the checked discrete actions, narrowed for the step loops (an
+              8-lane float32 loop over envs vectorises only if its integer loads are 32-bit
+              too; with int64 actions LLVM picks 4 lanes). Unused for Box actions.
+    done_words ((N + 63) // 64,) uint64: after a NO_RESET step, bit i is env i's
+              ``terminated | truncated`` (what ``StepResult.to_reset_mask`` returns)
+    needs_u64 (8 * len(done_words),) uint64: the bytes of ``needs_reset`` and its zero padding
+    seeds     (N,) int64: per-env seeds of a reset in seed_mode 2 (-1: continue the stream)
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from vecsim.core.contract import box_finite, discrete_ok, no_mask
+from vecsim.core.jit import kernel_options
+from vecsim.engine.fusion import (MAX_ELAPSED as _MAX_ELAPSED, pre_step_draft_run, reset_and_write, step_and_write,
+                                  step_run_and_write)
+from vecsim.engine.views import (address_of, c_array_at, c_distinct_array_at, f_array_at, f_distinct_array_at,
+                                 overlaps)
+from vecsim.core.rng import seed_env
+from vecsim.core.bits import ctz
+
+import GAME_MODULE as _game
+from GAME_MODULE import Params, State  # parfor lowering looks these names up here
+
+OPTS_SERIAL = kernel_options("PRECISION", False)
+OPTS_PARALLEL = kernel_options("PRECISION", True)
+PARALLEL_serial, PARALLEL_parallel = False, True  # the kernel's own kind, a compile-time constant
+
+NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
+OK, BAD_ACTION, FINISHED_ENV, ILLEGAL_ACTION, ALIASED_ARRAY = 0, 1, 2, 3, 4
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+_GATHER_BITS = np.uint64(0x0102040810204080)  # byte j's bit 0 -> bit 56 + j
+_SUM_BYTES = np.uint64(0x0101010101010101)  # sum of the 8 bytes -> top byte
+_S56 = np.uint64(56)
+
+# The step, observation and mask of one env in one call (see vecsim.engine.fusion.step_and_write).
+_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
+# Its reset, fresh-episode outputs, observation and mask in one call (vecsim.engine.fusion.reset_and_write).
+# Its last argument is passed as np.bool_(...): literal True and False would type as two
+# signatures and compile it twice.
+_reset_and_write = reset_and_write(_game, "WRITE_MASK")
+# The steps of a run of KernelHints.envs_per_call envs in one call (vecsim.engine.fusion.step_run_and_write).
+_step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
+_draft_run = pre_step_draft_run(_game, "PRECISION")  # DRAFT RUN (kept for games with a pre_step_fix_env)
+# Envs a call of _draft_run drafts in a parallel kernel (a serial one drafts all in one call).
+_DRAFT_RUN = 1024
+
+
+@njit(**OPTS_SERIAL)
+def point_outputs(step_table, obs, rewards, term, trunc):
+    """Point the first four rows of a copy of the step table at new arrays of the outputs'
+    shapes, dtypes and layouts (``Engine.step_mode_fresh``: the step writes into them). Numba
+    unboxes the four arrays here as it would for a kernel taking them; Python would need
+    about 0.8 us an address."""
+    step_table[0, 0] = address_of(obs)
+    step_table[1, 0] = address_of(rewards)
+    step_table[2, 0] = address_of(term)
+    step_table[3, 0] = address_of(trunc)
+
+
+# Functions called from a prange body get the env index as np.uint64(i): Numba types the loop
+# index as int64 when it types the kernel and as uint64 when it compiles the parallel loop,
+# so a plain ``i`` compiles each callee twice (Tetris's collection kernel: 24 s more), and the
+# serial kernel's int64 once more. uint64 rather than int64: indexing with it needs no check
+# for negative indices (the int64 version of Tetris's collection ran 1.5-2.5% slower) and the
+# parallel loop keeps the type it had, so the step loop still vectorises.
+
+# KERNELS BEGIN
+
+
+@njit(**OPTS_MODE)
+def step_MODE(mode, max_steps, actions, step_table):
+    """Step every env; returns (status, value). status is OK, BAD_ACTION, FINISHED_ENV,
+    ILLEGAL_ACTION or ALIASED_ARRAY; value is the offending env's index (with ALIASED_ARRAY:
+    the row of the table whose array shares memory with ``actions``; nothing was stepped), or
+    with OK in NO_RESET mode the number of envs that finished (their bits are in ``done_words``).
+
+    The step loop has no reset branch: envs are stepped in one branch-free pass and the few
+    that must reset are fixed up in a later pass, so it vectorises. LLVM vectorises it only
+    if it can tell the arrays apart: the table's views are distinct
+    (``vecsim.engine.views.c_distinct_array_at``), and the overlap checks between the arguments it
+    touches (``obs``, ``rewards``, ``term``, ``trunc``, Box ``actions``) stay few enough to
+    make at run time. Keep the step loop's own array accesses few (``was_done`` is written in
+    the check pass for that reason; tests/test_vectorised.py guards the serial and parallel
+    loops of CartPole, Pendulum and the MountainCars).
+    """
+    # VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS
+    # aliased = FIRST VIEW OF step_table OVERLAPPING actions
+    if aliased >= 0:
+        return ALIASED_ARRAY, aliased
+    n = elapsed.shape[0]
+    needs_reset = needs_pad[:n]
+    needs_u64 = needs_pad.view(np.uint64)
+    # Checks run serially: a parallel reduction would need NRT allocation (kernels have none),
+    # and a counting loop without early exit vectorises anyway.
+    nbad = 0
+    for i in range(n):
+        p = Params(PARAM_ROWS)
+        nbad += not ACTION_OK(p, actions, i)
+        acts32[i] = actions[i]  # NARROW ACTIONS (kept only for Discrete actions)
+    # was_done = needs_reset (here rather than in the step loop, which vectorises only with few
+    # arrays), counting the envs due for reset: 8 flags a word, both arrays being zero-padded
+    # to whole words (one flag at a time, this took half of the checks at 16384 envs).
+    was_u64 = was_done.view(np.uint64)
+    ndue = _ZERO
+    for w in range(needs_u64.shape[0]):
+        v = needs_u64[w]
+        was_u64[w] = v
+        ndue += (v * _SUM_BYTES) >> _S56
+    nfinished = np.int64(ndue)
+    if nbad > 0:
+        for i in range(n):
+            p = Params(PARAM_ROWS)
+            if not ACTION_OK(p, actions, i):
+                return BAD_ACTION, i
+    if mode == NO_RESET and nfinished > 0:
+        for i in range(n):
+            if needs_reset[i]:
+                return FINISHED_ENV, i
+    # MASK CHECK BEGIN (kept only for games that declare enforce_mask)
+    nillegal = 0
+    for i in range(n):
+        p = Params(PARAM_ROWS)
+        nillegal += (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]
+    if nillegal > 0:
+        for i in range(n):
+            p = Params(PARAM_ROWS)
+            if (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]:
+                return ILLEGAL_ACTION, i
+    # MASK CHECK END
+    if mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0:
+        # An env due for reset must not be stepped first: the step's draws would shift its
+        # stream. Reset those envs before the step pass, which then skips them.
+        for w in prange(was_u64.shape[0]):
+            due = was_u64[w]  # 8 flags, one a byte: the few set ones without a branch per env
+            while due != _ZERO:
+                i = w * 8 + (ctz(due) >> 3)
+                due &= due - _ONE
+                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
+                                 masks, obs, np.bool_(False))
+    # PRE STEP BEGIN (kept only for games with a pre_step_env and no pre_step_fix_env)
+    for i in prange(n):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        _game.pre_step_env(s, p, np.uint64(i), STEP_ACTIONS)
+    # PRE STEP END
+    # PRE STEP DRAFT BEGIN (kept only for games with a pre_step_fix_env: the draft, then the fix)
+    runs = (n + _DRAFT_RUN - 1) // _DRAFT_RUN if PARALLEL_MODE else 1
+    for c in prange(runs):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        lo = c * _DRAFT_RUN
+        _draft_run(s, p, lo, min(n, lo + _DRAFT_RUN) if PARALLEL_MODE else n, STEP_ACTIONS)
+    for i in prange(n):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        _game.pre_step_fix_env(s, p, np.uint64(i), STEP_ACTIONS)
+    # PRE STEP DRAFT END
+    # STEP PER ENV BEGIN (kept for games with KernelHints.envs_per_call = 1: this loop vectorises; its
+    # bookkeeping after the step is repeated in vecsim.engine.fusion.step_run_and_write)
+    for i in prange(n):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        if not (mode == NEXT_STEP and STEP_USES_RNG and was_done[i]):
+            reward, terminated = _step_and_write(s, p, np.uint64(i), STEP_ACTIONS, events, rng, obs, masks)
+            t = min(elapsed[i] + 1, _MAX_ELAPSED)
+            elapsed[i] = t
+            truncated = max_steps > 0 and t >= max_steps
+            rewards[i] = reward
+            term[i] = terminated
+            trunc[i] = truncated
+            needs_reset[i] = terminated | truncated
+    # STEP PER ENV END
+    # STEP RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1: the same steps, one call a run)
+    for c in prange((n + RUN_LENGTH - 1) // RUN_LENGTH):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        lo = c * RUN_LENGTH
+        _step_run(s, p, lo, min(n, lo + RUN_LENGTH), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
+                  events, rng, obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done)
+    # STEP RUNS END
+    if mode == NEXT_STEP and not STEP_USES_RNG:
+        # Envs that were due for reset were stepped from their final state above (a step
+        # that draws nothing and touches only its own env); resetting them now leaves
+        # exactly what resetting instead of stepping would have. No such env (the check pass
+        # counted them): no parallel launch, which in games of long episodes (Pendulum,
+        # MountainCar, Acrobot) is nearly every step. (The serial kernel keeps its plain
+        # loop: with this return LLVM laid out Acrobot's serial float32 kernel 8% slower.)
+        if PARALLEL_MODE and nfinished == 0:
+            return OK, -1
+        for w in prange(was_u64.shape[0]):
+            due = was_u64[w]  # as in the pre-step reset pass above
+            while due != _ZERO:
+                i = w * 8 + (ctz(due) >> 3)
+                due &= due - _ONE
+                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
+                                 masks, obs, np.bool_(False))
+    elif mode == SAME_STEP:
+        for i in prange(n):
+            done = needs_reset[i]
+            has_final[i] = done
+            if done:
+                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+                _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
+                                 has_final, obs, masks, final_obs, np.bool_(True))
+    elif mode == NO_RESET:
+        # Pack the flags 8 at a time: ``needs_u64`` views ``needs_reset`` (zero-padded to whole
+        # words) as uint64, 8 bool bytes each; a multiply gathers their low bits into a byte.
+        ndone = _ZERO
+        for w in range(done_words.shape[0]):
+            word = _ZERO
+            for k in range(8):
+                v = needs_u64[w * 8 + k]
+                word |= ((v * _GATHER_BITS) >> _S56) << np.uint64(8 * k)
+                ndone += (v * _SUM_BYTES) >> _S56
+            done_words[w] = word
+        return OK, np.int64(ndone)
+    return OK, -1
+
+
+@njit(**OPTS_MODE)
+def reset_MODE(words, seed_mode, seed, reset_table):
+    """Reset the envs whose bit is set in ``words``; returns -1, or without resetting any env
+    the row of the table whose array shares memory with ``words``. Plain views: the loop
+    visits a few envs at random (distinct views reset 8% faster at 4096 CartPole envs and
+    compiled 0.45 s longer).
+
+    seed_mode 0: continue each env's stream; 1: env i gets seed ``seed + i``;
+    2: env i gets ``seeds[i]`` where that is >= 0 and continues its stream otherwise.
+    """
+    # PLAIN VIEWS OF reset_table: seeds, obs, rewards, term, trunc, needs_reset, has_final, elapsed, rng, P, events, masks, STATE_ARGS
+    # aliased = FIRST VIEW OF reset_table OVERLAPPING words
+    if aliased >= 0:
+        return aliased
+    # Over words, then over their set bits only: a sparse mask (a few finished envs) costs
+    # one test per 64 envs and no unpredictable branch per env.
+    n = elapsed.shape[0]
+    for w in prange(words.shape[0]):
+        word = words[w]
+        while word != 0:
+            i = w * 64 + ctz(word)
+            word &= word - _ONE
+            if i >= n:
+                break
+            s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+            if seed_mode == 1:
+                seed_env(rng, i, seed + i)
+            elif seed_mode == 2 and seeds[i] >= 0:
+                seed_env(rng, i, seeds[i])
+            _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks,
+                             obs, np.bool_(False))
+    return -1
+
+
+@njit(**OPTS_MODE)
+def observe_MODE(obs, masks, P, STATE_ARGS):
+    """Rewrite every env's observation and mask from its state (after a state write)."""
+    n = obs.shape[0]
+    for i in prange(n):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        _game.write_obs(s, p, np.uint64(i), obs)
+        MASK_FN(s, p, np.uint64(i), masks)
+
+
+# KERNELS END

@@ -1,0 +1,128 @@
+"""Arrays rebuilt inside kernels from raw addresses (the engine's address tables), and the
+pointer intrinsics that let LLVM vectorise loops over them."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import intrinsic
+
+from vecsim.core.jit import EXACT_OPTIONS
+
+_DISTINCT_FN = "vecsim_distinct_pointer"
+
+
+def _distinct_pointer(builder, address):
+    """``address`` as a pointer that LLVM tells apart from every other pointer of the function.
+
+    It is the result of a call to a small function of this module whose return value is
+    marked ``noalias`` and which is never inlined (once inlined, the mark would be gone): to
+    LLVM, a fresh allocation. That is what lets it vectorise a loop over such arrays with no
+    run-time overlap check. A fresh allocation that never escapes is also invisible to the
+    caller once the function returns, and LLVM deletes the stores into it; so the pointer
+    escapes at once, into an empty ``asm sideeffect`` (no instruction: LLVM cannot see
+    inside, so it must assume the pointer is kept). Loads and stores through it are then
+    kept, and it still aliases no other distinct pointer or argument (LLVM's rule for
+    identified function-local objects does not ask about escapes).
+    """
+    from llvmlite import ir
+
+    module = builder.module
+    ptr = ir.IntType(8).as_pointer()
+    fn = module.globals.get(_DISTINCT_FN)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ptr, [address.type]), _DISTINCT_FN)
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.return_value.add_attribute("noalias")
+        body = ir.IRBuilder(fn.append_basic_block())
+        body.ret(body.inttoptr(fn.args[0], ptr))
+    pointer = builder.call(fn, [address])
+    builder.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), [ptr]), "", "r", side_effect=True), [pointer])
+    return pointer
+
+
+def _array_at(layout: str, distinct: bool):
+    """An intrinsic ``f(address, shape, dtype)``: the ``layout``-contiguous array of ``dtype``
+    and ``shape`` (a tuple of ints) whose data begins at the integer ``address``; with
+    ``distinct``, one that LLVM may assume shares no memory with any other array the
+    function sees (see ``c_distinct_array_at``)."""
+
+    @intrinsic
+    def array_at(typingctx, address, shape, dtype):
+        if not (isinstance(address, types.Integer) and isinstance(shape, types.BaseTuple)
+                and all(isinstance(d, types.Integer) for d in shape) and isinstance(dtype, types.NumberClass)):
+            return None
+        ndim = len(shape)
+        aryty = types.Array(dtype.instance_type, ndim, layout)
+
+        def codegen(context, builder, signature, args):
+            from numba.core import cgutils
+            from numba.np.arrayobj import populate_array
+
+            addr, shp, _ = args
+            ary = context.make_array(aryty)(context, builder)
+            dims = [context.cast(builder, d, ty, types.intp)
+                    for d, ty in zip(cgutils.unpack_tuple(builder, shp, ndim), shape)]
+            itemsize = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
+            strides = [context.get_constant(types.intp, itemsize)] * ndim
+            order = range(ndim - 2, -1, -1) if layout == "C" else range(1, ndim)
+            for k in order:
+                inner = k + 1 if layout == "C" else k - 1
+                strides[k] = builder.mul(strides[inner], dims[inner])
+            addr = context.cast(builder, addr, address, types.intp)
+            if distinct:
+                data = builder.bitcast(_distinct_pointer(builder, addr), ary.data.type)
+            else:
+                data = builder.inttoptr(addr, ary.data.type)
+            populate_array(ary, data=data, shape=dims, strides=strides, itemsize=itemsize, meminfo=None)
+            return ary._getvalue()
+
+        return aryty(address, shape, dtype), codegen
+
+    kind = "distinct_array_at" if distinct else "array_at"
+    array_at.__name__ = array_at.__qualname__ = f"{layout.lower()}_{kind}"
+    return array_at
+
+
+#: ``c_array_at(address, shape, np.float32)``: a C-contiguous view of memory that the caller
+#: keeps alive, with no reference count (``_nrt=False`` kernels build them; Numba's own
+#: ``carray`` needs its runtime). How kernels rebuild arrays from an address table
+#: (``vecsim.engine.codegen.address_table``): Numba's dispatch unboxes each array argument from
+#: Python at about 45 ns, a view built here costs nearly nothing.
+c_array_at = _array_at("C", False)
+#: ``f_array_at``: the same for a Fortran-contiguous (column-major) array.
+f_array_at = _array_at("F", False)
+#: ``c_distinct_array_at``: as ``c_array_at``, for memory that no other array of the function
+#: shares (not another view, not an argument). LLVM then needs no run-time overlap check
+#: before it runs a loop over envs on SIMD lanes; without it, it gives up on a loop that
+#: touches more than a handful of arrays, as every serial step loop does (Numba marks
+#: arguments ``noalias`` only in a ``prange`` body). The promise is the caller's to keep:
+#: ``vecsim.engine.codegen.table_specs`` marks an array distinct only when it overlaps no other,
+#: and a kernel checks its per-call array arguments against its distinct views
+#: (``address_of``) before it touches either. Broken, LLVM may reorder loads and stores.
+c_distinct_array_at = _array_at("C", True)
+#: ``f_distinct_array_at``: the same for a Fortran-contiguous (column-major) array.
+f_distinct_array_at = _array_at("F", True)
+
+
+@intrinsic
+def address_of(typingctx, array):
+    """The address of ``array``'s data as an int64 (compare ``overlaps``)."""
+    if not isinstance(array, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(array)(context, builder, args[0])
+        return builder.ptrtoint(ary.data, context.get_value_type(types.int64))
+
+    return types.int64(array), codegen
+
+
+@njit(**EXACT_OPTIONS)
+def overlaps(a, b) -> bool:
+    """Whether the data of the contiguous arrays ``a`` and ``b`` share a byte. Not inlined by
+    Numba (LLVM inlines it): a kernel calls it once per table row, and 20 inlined copies made
+    Numba's own passes over a parallel kernel seconds slower."""
+    lo_a, lo_b = address_of(a), address_of(b)
+    return a.nbytes > 0 and b.nbytes > 0 and lo_a < lo_b + b.nbytes and lo_b < lo_a + a.nbytes
