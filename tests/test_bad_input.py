@@ -305,7 +305,7 @@ def _fuzz(target_step, eng, data, engine_snapshot):
 @FUZZ
 @given(data=st.data())
 def test_fuzzed_actions_to_the_engine(engine, engine_snapshot, data):
-    if not engine._has_reset:
+    if not engine.has_reset:
         engine.reset(seed=0)
     _fuzz(engine.step, engine, data, engine_snapshot)
 

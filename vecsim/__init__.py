@@ -69,6 +69,23 @@ def register(game) -> str:
     return register_gymnasium(spec.env_id, spec.max_episode_steps, spec.reward_threshold)
 
 
+def unregister(game_id: str) -> None:
+    """Undo ``register``: the game's id leaves vecsim and Gymnasium (built-in games stay).
+
+    Raises
+    ------
+    ValueError
+        ``game_id`` names a built-in game.
+    """
+    from vecsim.engine import registry
+    from vecsim.gym.registration import unregister_gymnasium
+
+    key = game_id.split("/", 1)[-1] if isinstance(game_id, str) else game_id
+    registry.remove(game_id)
+    if isinstance(key, str) and key not in registry.entries():
+        unregister_gymnasium(key)
+
+
 def warmup(game_id: str | None = None, precision: str = "float64", parallel: bool | None = None,
            **params) -> None:
     """Compile (or load from the cache) the kernels of one game, or of every game.
@@ -115,4 +132,4 @@ def _first_legal(eng: Engine) -> np.ndarray:
 
 register_all()
 
-__all__ = ["Engine", "EpisodeCollector", "EpisodeBatch", "ResetMask", "StepResult", "make", "register", "warmup", "calibrate", "game_ids", "resolve", "__version__"]
+__all__ = ["Engine", "EpisodeCollector", "EpisodeBatch", "ResetMask", "StepResult", "make", "register", "unregister", "warmup", "calibrate", "game_ids", "resolve", "__version__"]

@@ -200,6 +200,20 @@ def _game_params(pairs, games: list[str]) -> dict:
     return params
 
 
+def cmd_kernels(args) -> int:
+    """Print the kernel module vecsim generates for one game (without compiling it)."""
+    import vecsim
+
+    try:
+        game_id = _game_list([args.game])[0]
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    params = _game_params(args.param, [game_id])
+    engine = vecsim.make(game_id, 2, precision=args.precision, parallel=False, **params)
+    print(engine.kernel_source(), end="")
+    return 0
+
+
 def cmd_warmup(args) -> int:
     from vecsim.engine.codegen import cache_dir
 
@@ -645,6 +659,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="processes compiling at once (default: the CPU count)")
     w.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     w.set_defaults(func=cmd_warmup)
+
+    k = sub.add_parser("kernels", help="print the kernel module generated for a game (the Python source Numba "
+                                       "compiles: step, reset and observe kernels, serial and parallel)")
+    k.add_argument("game", help="a game id")
+    k.add_argument("--precision", choices=("float64", "float32"), default="float64",
+                   help="precision of the kernels (default: %(default)s)")
+    k.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="a game parameter the kernels depend on (e.g. --param action_mode=reach); repeatable")
+    k.set_defaults(func=cmd_kernels)
 
     c = sub.add_parser("calibrate", help="time each game's serial and parallel kernels on this machine and save "
                                          "the batch size from which parallel=\"auto\" picks the parallel ones")

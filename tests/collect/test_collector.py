@@ -511,11 +511,9 @@ def test_close_during_a_prefetch_collection_stops_the_thread():
 @pytest.fixture
 def masked_game(monkeypatch):
     """``tests/masked_walk_game.py`` registered as ``MaskedWalk-v0`` for one test."""
-    from vecsim.engine import registry
-
     vecsim.register("masked_walk_game")
     yield "MaskedWalk-v0"
-    registry.remove("MaskedWalk-v0")
+    vecsim.unregister("MaskedWalk-v0")
 
 
 def test_masks_are_recorded_and_random_actions_are_legal(masked_game):

@@ -11,8 +11,8 @@ Sample Factory's collectors: one row per episode, padded after its end.
 Between two policy calls all the bookkeeping (stepping the running slots, writing the step
 into the episode arrays, starting the next jobs in the slots that finished, packing the
 running slots' observations for the policy) is one call of a generated kernel
-(``vecsim/_collect_step_template.py``); an in-kernel policy plays the whole batch in one
-call (``vecsim/_collect_template.py``).
+(``vecsim/engine/templates/collect_step.py``); an in-kernel policy plays the whole batch in
+one call (``vecsim/engine/templates/collect.py``).
 """
 
 from __future__ import annotations
@@ -500,9 +500,9 @@ class EpisodeCollector:
         eng, out, n = self.engine, slots.batch, slots.n
         masks_out = out.action_masks if out.action_masks is not None else _NO_MASKS
         bad = np.zeros((self.num_workers, 2), dtype=np.int64)
-        args = (out.seeds, self.max_steps, eng._max_steps, out.observations, out.actions, out.rewards, out.dones,
-                out.terminated, out.lengths, masks_out, bad, eng._act_buf, eng.obs, eng.masks, eng.events, eng.rng,
-                eng._P) + tuple(eng.state)
+        args = (out.seeds, self.max_steps, eng.max_steps_for_kernels, out.observations, out.actions, out.rewards, out.dones,
+                out.terminated, out.lengths, masks_out, bad, eng.action_buffer, eng.obs, eng.masks, eng.events, eng.rng,
+                eng.kernel_params) + tuple(eng.state)
         if "collect" in self._policy.PADDED:
             args += (np.zeros(1),)
         self._policy.collect(*args)
@@ -545,7 +545,7 @@ class EpisodeCollector:
                 table = np.array(self._policy[first_job:first_job + n], dtype=self._act_dtype, order="C")
         else:
             source, n_iters = kern.SOURCE_RANDOM, steps_per_call
-        head = (self.max_steps, eng._max_steps, self._n_actions)
+        head = (self.max_steps, eng.max_steps_for_kernels, self._n_actions)
         extras = None  # whether the policy returns (actions, log_probs, values)
 
         def packed():
@@ -556,8 +556,8 @@ class EpisodeCollector:
                     self._starts, ended, out.seeds, self._pol_rng, out.observations, out.actions, out.rewards,
                     out.dones, out.terminated, out.lengths,
                     out.action_masks if out.action_masks is not None else _NO_MASKS, lp_out, val_out,
-                    self._pol_obs, self._pol_masks, eng._act_buf, eng.obs, eng.masks, eng.events, eng.rng,
-                    eng._P) + tuple(eng.state)
+                    self._pol_obs, self._pol_masks, eng.action_buffer, eng.obs, eng.masks, eng.events, eng.rng,
+                    eng.kernel_params) + tuple(eng.state)
             return args + ((np.zeros(1),) if "advance_serial" in kern.PADDED else ())
 
         tail = packed()
@@ -593,11 +593,9 @@ class EpisodeCollector:
     def _slot_set(self, n: int) -> _Slots:
         if not self.prefetch:
             # The arrays of one of the last SPARE_SETS batches that nothing references any more:
-            # new memory costs a page fault for every page the batch writes (a third of the
-            # time of a Tetris batch; ten times a reused batch's time when the kernel also
-            # waits for the pages to be zeroed). Two sets serve the usual loop, ``batch =
-            # collector.request_episodes(B)``, in which the previous batch is still referenced
-            # while the next one is collected.
+            # new memory costs a page fault for every page the batch writes, a large share of
+            # a batch's time. Two sets serve the usual loop, ``batch = collector.request_episodes(B)``,
+            # in which the previous batch is still referenced while the next one is collected.
             spares = [s for s in self._spares if s.n == n]
             for spare in spares:
                 if _unreferenced(spare):
@@ -626,7 +624,7 @@ class EpisodeCollector:
             try:
                 # The caller trains while this collects: leave it one of Numba's threads (the
                 # setting is the thread's own). On two threads the collection runs serially,
-                # 1.6x faster than in parallel beside a busy caller.
+                # which beats a parallel one beside a busy caller.
                 numba.set_num_threads(threads)
                 for _ in self._run(pending.slots, pending.first_job, pending.stop):
                     pass

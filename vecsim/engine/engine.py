@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import pathlib
 
 import numba
 import numpy as np
@@ -333,6 +334,7 @@ class Engine:
         else:
             self.parallel = bool(parallel)
         suffix = "parallel" if self.parallel else "serial"
+        self._kernels = kernels
         self._step_kernel = getattr(kernels, f"step_{suffix}")
         self._min_parallel_resets = PARALLEL_MIN_RESETS * launch_factor() if self.parallel else 0
         self._observe_kernel = getattr(kernels, f"observe_{suffix}")
@@ -417,7 +419,8 @@ class Engine:
                     raise ValueError(f"buffers {BUFFER_NAMES[a]} and {BUFFER_NAMES[b]} overlap")
 
     # -- validation ----------------------------------------------------------------------
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """Raise ``RuntimeError`` if the engine is closed."""
         if self._closed:
             raise RuntimeError(f"this {self.game.name} engine is closed")
 
@@ -538,7 +541,7 @@ class Engine:
         ndarray, shape (num_envs, obs_dim)
             A view of the observation buffer.
         """
-        self._check_open()
+        self.check_open()
         mode, base = self._seed_args(seed)
         self._forget_done()
         self._check_reset(self._reset_kernel(self._all_words, mode, base, self._reset_table))
@@ -569,7 +572,7 @@ class Engine:
             else:
                 self._reset_sparse_kernel(mask.words, 0, 0, self._reset_table)
             return self.obs
-        self._check_open()
+        self.check_open()
         words = self._words_of(mask)
         mode, base = self._seed_args(seed)
         self._attach_outputs()
@@ -604,7 +607,8 @@ class Engine:
         self.result.done_mask = None
         self.result.num_done = -1
 
-    def _check_started(self) -> None:
+    def check_started(self) -> None:
+        """Raise ``RuntimeError`` if no full ``reset`` has happened yet."""
         if not self._has_reset:
             raise RuntimeError("call reset() before stepping")
 
@@ -616,8 +620,8 @@ class Engine:
         overwritten by the next call.
         """
         if self._closed or not self._has_reset:
-            self._check_open()
-            self._check_started()
+            self.check_open()
+            self.check_started()
         acts = self.coerce_actions(actions)
         result = self.result
         result.done_mask = None  # until the kernel has filled the mask again
@@ -635,8 +639,8 @@ class Engine:
 
         Returns views ``(obs, rewards, terminals, truncations)`` overwritten by the next call.
         """
-        self._check_open()
-        self._check_started()
+        self.check_open()
+        self.check_started()
         acts = self.coerce_actions(actions)
         self._forget_done()
         status, index = self._step_kernel(NEXT_STEP, self._max_steps, acts, self._step_table)
@@ -652,13 +656,13 @@ class Engine:
         if mode not in (NEXT_STEP, SAME_STEP, NO_RESET):
             raise ValueError(f"mode must be NEXT_STEP ({NEXT_STEP}), SAME_STEP ({SAME_STEP}) or NO_RESET "
                              f"({NO_RESET}), but got mode={mode!r}")
-        self._check_open()
-        self._check_started()
-        self._step_mode(mode, self.coerce_actions(actions))
+        self.check_open()
+        self.check_started()
+        self.step_mode_coerced(mode, self.coerce_actions(actions))
 
-    def _step_mode(self, mode: int, acts: np.ndarray) -> None:
-        """``step_mode`` on actions that ``coerce_actions`` returned (the front ends check them
-        once, and the engine's state)."""
+    def step_mode_coerced(self, mode: int, acts: np.ndarray) -> None:
+        """``step_mode`` on actions that ``coerce_actions`` returned: for front ends that have
+        checked the actions and the engine's state themselves (once, in their own words)."""
         self._forget_done()
         status, index = self._step_kernel(mode, self._max_steps, acts, self._step_table)
         if status:
@@ -688,8 +692,8 @@ class Engine:
             raise ValueError(f"step_mode_fresh needs NEXT_STEP or SAME_STEP mode and a game whose write_obs fills "
                              f"whole rows, without caller buffers (mode={mode}, fresh_outputs_ok={self.fresh_outputs_ok})")
         if self._closed or not self._has_reset:
-            self._check_open()
-            self._check_started()
+            self.check_open()
+            self.check_started()
         acts = self.coerce_actions(actions)
         (obs_shape, obs_dtype, obs_order), n, float_dtype = self._fresh_specs
         out = (np.empty(obs_shape, obs_dtype, order=obs_order), np.empty(n, float_dtype), np.empty(n, np.bool_),
@@ -716,20 +720,27 @@ class Engine:
         np.copyto(self.terminals, terminals)
         np.copyto(self.truncations, truncations)
 
+    def kernel_source(self) -> str:
+        """The Python source of this engine's kernel module, as ``vecsim.engine.codegen``
+        generated it from ``vecsim/engine/templates/batch.py`` for this game, precision and
+        batch (``vecsim kernels GAME`` prints it): what Numba compiles, and caches."""
+        return pathlib.Path(self._kernels.__file__).read_text()
+
     def refresh(self) -> None:
         """Recompute observations and masks after writing ``state`` directly."""
-        self._check_open()
+        self.check_open()
         self._attach_outputs()
         self._observe_kernel(*self._observe_args)
 
     def action_masks(self) -> np.ndarray:
         """Legal-action masks, shape (num_envs, n_actions) bool (a view)."""
-        self._check_open()
+        self.check_open()
         if self.n_mask == 0:
             return np.ones((self.num_envs, getattr(self.single_action_space, "n", 0)), dtype=bool)
         return self.masks
 
-    def _env_index(self, i) -> int:
+    def env_index(self, i) -> int:
+        """``i`` as an env index, or ``TypeError``/``IndexError`` naming it."""
         if not _is_int(i):
             raise TypeError(f"env index must be an int, but got {i!r}")
         if not 0 <= i < self.num_envs:
@@ -738,23 +749,23 @@ class Engine:
 
     def env_values(self, i: int) -> dict:
         """Env ``i``'s state fields as a dict of Python scalars / small arrays (for rendering)."""
-        i = self._env_index(i)
+        i = self.env_index(i)
         return {name: (arr[i].item() if arr.ndim == 1 else arr[i].copy()) for name, arr in zip(self.state._fields, self.state)}
 
     def params_of(self, i: int):
         """The game's ``Params`` with env ``i``'s constants as scalars."""
-        i = self._env_index(i)
+        i = self.env_index(i)
         cls = self.game.params_cls
         return cls(*(float(v) if np.ndim(v) == 0 else float(v[i]) for v in self.params))
 
     def render_rgb(self, i: int = 0) -> np.ndarray:
         """Env ``i`` as an RGB image (uint8, (H, W, 3))."""
-        self._check_open()
+        self.check_open()
         return self.game.render_rgb(self.env_values(i), self.params_of(i))
 
     def render_text(self, i: int = 0) -> str:
         """Env ``i`` as text."""
-        self._check_open()
+        self.check_open()
         return self.game.render_text(self.env_values(i), self.params_of(i))
 
     def close(self) -> None:
@@ -763,7 +774,37 @@ class Engine:
 
     @property
     def closed(self) -> bool:
+        """Whether ``close`` was called."""
         return self._closed
+
+    @property
+    def has_reset(self) -> bool:
+        """Whether every env has been reset at least once (``reset``, or ``reset_envs`` of all)."""
+        return self._has_reset
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the envs' random streams have been seeded (by a seed, or a first reset)."""
+        return self._seeded
+
+    @property
+    def action_buffer(self) -> np.ndarray:
+        """The engine's checked-actions array (``coerce_actions`` copies into it): shape
+        ``(num_envs,)`` int64 or ``(num_envs, d)`` of the Box dtype. Kernels that run the game
+        on the engine's arrays (the collector) take it as scratch."""
+        return self._act_buf
+
+    @property
+    def kernel_params(self) -> np.ndarray:
+        """The game constants as the kernels read them: ``(n_params,)``, or ``(n_params,
+        num_envs)`` with per-env constants, in the engine's float dtype (row order: the
+        fields of ``Params``)."""
+        return self._P
+
+    @property
+    def max_steps_for_kernels(self) -> int:
+        """``max_episode_steps`` as the kernels take it: 0 for no limit."""
+        return self._max_steps
 
     def __repr__(self) -> str:
         return (f"Engine({self.game.env_id}, num_envs={self.num_envs}, precision={self.precision!r}, "

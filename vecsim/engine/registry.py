@@ -81,6 +81,13 @@ def add(game) -> GameSpec:
         module = game
     else:
         raise TypeError(f"register takes a game module or its import name, but got {game!r}")
+    try:
+        importable = importlib.import_module(module.__name__) is module
+    except ImportError:
+        importable = False
+    if not importable:
+        raise TypeError(f"game module {module.__name__!r} must be importable by that name (its kernels import "
+                        f"it in a generated module): put it in a file on sys.path or in a package")
     spec = load_game(module)
     with _LOCK:
         taken = _ENTRIES.get(spec.env_id)
@@ -93,8 +100,11 @@ def add(game) -> GameSpec:
 
 
 def remove(game_id: str) -> None:
-    """Unlist a game added with ``add`` (the built-in games stay)."""
-    key = _key(game_id)
+    """Unlist a game added with ``add`` (the built-in games stay); an id not listed is ignored."""
+    try:
+        key = _key(game_id)
+    except ValueError:
+        return
     if key in BUILTIN:
         raise ValueError(f"{game_id!r} is a built-in game and cannot be removed")
     with _LOCK:

@@ -28,3 +28,8 @@ def register_all() -> None:
     """Register every game of vecsim's registry with Gymnasium (idempotent)."""
     for env_id, (_, max_steps, threshold) in registry.entries().items():
         register_gymnasium(env_id, max_steps, threshold)
+
+
+def unregister_gymnasium(env_id: str) -> None:
+    """Remove ``vecsim/<env_id>`` from Gymnasium's registry, if there."""
+    gymnasium.registry.pop(f"{registry.NAMESPACE}/{env_id}", None)

@@ -80,7 +80,7 @@ class VecsimEnv(gymnasium.Env):
         eng = self.engine
         if eng.closed:
             raise RuntimeError("this env is closed")
-        if seed is None and not eng._seeded:
+        if seed is None and not eng.seeded:
             # Follow Gymnasium: an unseeded first reset is random, drawn from np_random.
             seed = int(self.np_random.integers(0, 2**62))
         eng.reset_envs(self._all, seed)
@@ -91,12 +91,12 @@ class VecsimEnv(gymnasium.Env):
         eng = self.engine
         if eng.closed:
             raise RuntimeError("this env is closed")
-        if not eng._has_reset:
+        if not eng.has_reset:
             raise RuntimeError("call reset() before step()")
         if eng.needs_reset[0]:
             raise RuntimeError("the episode has ended: call reset() before step()")
         acts = eng.coerce_actions(np.asarray(action)[None])
-        eng._step_mode(NO_RESET, acts)
+        eng.step_mode_coerced(NO_RESET, acts)
         return self._obs(), float(eng.rewards[0]), bool(eng.terminals[0]), bool(eng.truncations[0]), self._info()
 
     def action_masks(self) -> np.ndarray:

@@ -20,9 +20,7 @@ from vecsim.engine.engine import NEXT_STEP, NO_RESET, SAME_STEP, Engine
 from vecsim.engine.registry import resolve
 
 # From this many envs a copy=True step lets the kernel write new output arrays rather than
-# copying its buffers (measured with CartPole, alternating the two in one process: 2.5-3.5%
-# slower at 16 envs, where four small copies cost less than four allocations; equal at 256;
-# 6% faster at 512 and 1024 envs, 7-20% at 4096 and 28-40% at 16384).
+# copying its buffers: for smaller batches four small copies cost less than four allocations.
 FRESH_MIN_ENVS = 512
 
 _KERNEL_MODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP,
@@ -60,7 +58,7 @@ def obs_parts(space: spaces.Dict) -> list[tuple[str, int, int, tuple]]:
 def split_row(row: np.ndarray, parts) -> dict[str, np.ndarray]:
     """One flat observation ``(obs_dim,)`` as a dict of views shaped as the ``Dict`` space's
     parts: what ``gymnasium.spaces.unflatten`` returns, without its per-call dispatch over the
-    space tree (three quarters of a Tetris single-env step when it was used)."""
+    space tree, which would outweigh the rest of a single env's step."""
     return {key: row[start:stop].reshape(shape) for key, start, stop, shape in parts}
 
 
@@ -207,7 +205,7 @@ class VecsimVectorEnv(VectorEnv):
                 raise ValueError(
                     f"`options['reset_mask']` must contain a boolean array with at least one True value, got reset_mask={mask}"
                 )
-            if not eng._has_reset and not mask.all():
+            if not eng.has_reset and not mask.all():
                 raise RuntimeError("call reset() without a reset_mask before resetting some envs")
             eng.reset_envs(mask, seed)
             return self._obs_out(), self._masked_info(mask)
@@ -231,7 +229,7 @@ class VecsimVectorEnv(VectorEnv):
         """Step every sub-environment; returns ``(obs, rewards, terminations, truncations, info)``."""
         self._check_open()
         eng = self.engine
-        eng._check_started()
+        eng.check_started()
         if self._fresh and self.copy:
             # The kernel writes the returned arrays themselves: no copies (see Engine.step_mode_fresh).
             obs, rewards, terminals, truncations = eng.step_mode_fresh(self._kernel_mode, actions)
@@ -243,7 +241,7 @@ class VecsimVectorEnv(VectorEnv):
         if self._kernel_mode == SAME_STEP and self._rich_info:
             info = self._same_step_with_info(acts)
         else:
-            eng._step_mode(self._kernel_mode, acts)
+            eng.step_mode_coerced(self._kernel_mode, acts)
             info = self._base_info()
             if self._kernel_mode == SAME_STEP and eng.has_final.any():
                 self._add_final_obs(info)
@@ -271,7 +269,7 @@ class VecsimVectorEnv(VectorEnv):
         without reset, keep the finished envs' terminal observation and info, then reset them
         (continuing their streams, as the kernel's SAME_STEP reset does)."""
         eng = self.engine
-        eng._step_mode(NO_RESET, acts)
+        eng.step_mode_coerced(NO_RESET, acts)
         done = eng.terminals | eng.truncations
         if not done.any():
             return self._base_info()

@@ -1,0 +1,197 @@
+"""The games guide (``games/README.md``) against the code it describes.
+
+Its minimal game is ``tests/minimal_game.py`` word for word, it names every name of the
+contract in ``vecsim/engine/game.py``, and the game does what the guide promises: it
+registers, builds through Gymnasium and ``vecsim.make``, passes ``vecsim.testing``'s checkers
+and plays deterministically. A module that breaks the contract is refused by name.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+
+import minimal_game
+import vecsim
+import vecsim.testing
+from vecsim.engine import game as contract
+from vecsim.engine import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = (ROOT / "games" / "README.md").read_text()
+WALK_ID = "vecsim/WalkToTarget-v0"
+
+
+def section(title: str) -> str:
+    """The text of the guide's section ``## title``, up to the next section."""
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", GUIDE, re.S | re.M)
+    assert match, f"games/README.md has no section {title!r}"
+    return match.group(1)
+
+
+def copy_of_minimal_game(name: str, without: tuple = ()) -> types.ModuleType:
+    """A new module ``name`` holding the minimal game's names, less those in ``without``."""
+    module = types.ModuleType(name)
+    for key, value in vars(minimal_game).items():
+        if not key.startswith("__") and key not in without:
+            setattr(module, key, value)
+    return module
+
+
+@pytest.fixture
+def registered():
+    """Unlist, after the test, every game it registered (the built-in games stay)."""
+    before = set(registry.entries())
+    yield
+    for env_id in set(registry.entries()) - before:
+        vecsim.unregister(env_id)
+
+
+@pytest.fixture
+def walk_id(registered):
+    """``tests/minimal_game.py`` registered for one test."""
+    return vecsim.register("minimal_game")
+
+
+# -- the guide cannot drift from the code ----------------------------------------------------
+def test_the_guides_minimal_game_is_tests_minimal_game_py_word_for_word():
+    blocks = re.findall(r"^```python\n(.*?)^```", GUIDE, re.S | re.M)
+    games = [block for block in blocks if "\nENV_ID = " in block]
+    assert len(games) == 1, f"expected one game in the guide's code blocks, found {len(games)}"
+    assert games[0] == Path(minimal_game.__file__).read_text()
+
+
+@pytest.mark.parametrize("name", contract.REQUIRED)
+def test_the_guide_lists_every_required_name(name):
+    assert f"`{name}" in section("Required names")
+
+
+def test_the_guide_lists_every_optional_name_of_the_contract():
+    optional = re.findall(r"^``(\w+)", contract.__doc__.split("Optional, with the default")[1], re.M)
+    assert len(optional) > 10
+    missing = [name for name in optional if f"`{name}" not in section("Optional names and their defaults")]
+    assert missing == []
+
+
+# -- registering and building ------------------------------------------------------------------
+def test_register_returns_the_gymnasium_id_of_the_games_env_id(registered):
+    assert vecsim.register("minimal_game") == WALK_ID
+    assert vecsim.register(minimal_game) == WALK_ID  # the same module again: a no-op
+    assert WALK_ID in vecsim.game_ids()
+
+
+def test_make_vec_make_and_vecsim_make_build_the_registered_game(walk_id):
+    envs = gymnasium.make_vec(walk_id, num_envs=3, vectorization_mode="vector_entry_point")
+    obs, _ = envs.reset(seed=0)
+    assert obs.shape == (3, 2) and obs.dtype == np.float32 and envs.observation_space.contains(obs)
+    obs, rewards, terminations, truncations, _ = envs.step(np.array([0, 1, 2]))
+    assert rewards.shape == terminations.shape == truncations.shape == (3,)
+    envs.close()
+
+    env = gymnasium.make(walk_id, render_mode="ansi", size=12)
+    env.reset(seed=0)
+    board = env.render()
+    assert len(board) == 12 and board.count("@") == 1 and board.count("T") <= 1
+    env.close()
+
+    engine = vecsim.make(walk_id, num_envs=5)
+    assert engine.reset(seed=0).shape == (5, 2)
+    engine.close()
+
+
+def test_a_line_shorter_than_two_cells_is_refused_naming_the_size(walk_id):
+    with pytest.raises(ValueError, match="size"):
+        vecsim.make(walk_id, num_envs=2, size=1)
+
+
+# -- the checkers the guide tells authors to run -----------------------------------------------
+def test_it_passes_the_vector_env_checker_in_both_precisions(walk_id):
+    vecsim.testing.check_vector_env(walk_id)
+    vecsim.testing.check_vector_env(walk_id, precision="float32", size=3)
+
+
+def test_it_passes_the_engine_checker(walk_id):
+    vecsim.testing.check_engine(walk_id, steps=100)
+
+
+# -- determinism -------------------------------------------------------------------------------
+def play(envs, seed: int, actions: np.ndarray) -> list:
+    """Every output of ``envs`` reset with ``seed`` and stepped with each row of ``actions``."""
+    outputs = [envs.reset(seed=seed)[0].copy()]
+    for row in actions:
+        obs, rewards, terminations, truncations, _ = envs.step(row)
+        outputs += [obs.copy(), rewards.copy(), terminations.copy(), truncations.copy()]
+    return outputs
+
+
+def test_the_same_seed_gives_the_same_trajectory(walk_id):
+    actions = np.random.default_rng(0).integers(0, 3, size=(120, 6))
+    runs = []
+    for _ in range(2):
+        envs = gymnasium.make_vec(walk_id, num_envs=6, vectorization_mode="vector_entry_point")
+        runs.append(play(envs, 7, actions))
+        envs.close()
+    for first, second in zip(*runs):
+        np.testing.assert_array_equal(first, second)
+
+
+def test_env_i_of_a_batch_seeded_s_plays_as_a_single_env_seeded_s_plus_i(walk_id):
+    n, seed = 4, 11
+    actions = np.random.default_rng(1).integers(0, 3, size=(120, n))
+    envs = gymnasium.make_vec(walk_id, num_envs=n, vectorization_mode="vector_entry_point")
+    batch = play(envs, seed, actions)
+    envs.close()
+    assert any(t.any() for t in batch[3::4]) and any(t.any() for t in batch[4::4]), "no autoreset exercised"
+    for i in range(n):
+        env = gymnasium.make(walk_id)
+        obs, _ = env.reset(seed=seed + i)
+        np.testing.assert_array_equal(batch[0][i], obs)
+        done = False
+        for t, row in enumerate(actions):
+            if done:  # the batch's NEXT_STEP autoreset: this step starts a new episode
+                (obs, _), reward, terminated, truncated = env.reset(), 0.0, False, False
+            else:
+                obs, reward, terminated, truncated, _ = env.step(row[i])
+            got = [out[i] for out in batch[1 + 4 * t: 5 + 4 * t]]
+            np.testing.assert_array_equal(got[0], obs, err_msg=f"env {i}, step {t}")
+            assert (got[1], got[2], got[3]) == (reward, terminated, truncated), f"env {i}, step {t}"
+            done = terminated or truncated
+        env.close()
+
+
+# -- modules that break the contract -----------------------------------------------------------
+@pytest.mark.parametrize("name", contract.REQUIRED)
+def test_a_module_lacking_a_required_name_is_refused_naming_it(registered, monkeypatch, name):
+    broken = copy_of_minimal_game("broken_game", without=(name,))
+    monkeypatch.setitem(sys.modules, "broken_game", broken)
+    with pytest.raises(TypeError, match=rf"\b{name}\b"):
+        vecsim.register(broken)
+    assert "WalkToTarget-v0" not in registry.entries()
+
+
+def test_another_module_under_a_taken_env_id_is_refused_naming_the_id(walk_id, monkeypatch):
+    twin = copy_of_minimal_game("twin_game")
+    monkeypatch.setitem(sys.modules, "twin_game", twin)
+    with pytest.raises(ValueError, match=re.escape("WalkToTarget-v0")):
+        vecsim.register(twin)
+    assert registry.entries()["WalkToTarget-v0"][0] == "minimal_game"
+
+
+def test_a_module_that_cannot_be_imported_by_its_name_is_refused(registered):
+    # The generated kernels import the game by name: a module only in memory could not run.
+    with pytest.raises(TypeError, match="must be importable"):
+        vecsim.register(copy_of_minimal_game("nowhere_game"))
+
+
+def test_unregister_removes_the_gymnasium_id_too(walk_id):
+    vecsim.unregister(walk_id)
+    assert walk_id not in vecsim.game_ids() and walk_id not in gymnasium.registry
+    vecsim.unregister(walk_id)  # twice is harmless
+    with pytest.raises(ValueError, match="built-in"):
+        vecsim.unregister("vecsim/CartPole-v1")
