@@ -14,6 +14,7 @@ import pytest
 from gymnasium import spaces
 
 import vecsim
+import vecsim.engine.views
 from vecsim import Engine, ResetMask, StepResult
 from vecsim.engine.engine import parallel_min_envs
 
@@ -164,7 +165,7 @@ def test_table_views_rebuild_arrays_of_every_layout_and_rank():
         "    return a[5] + a.shape[0], b.strides, c.strides, d[1, 2, 3], d.strides\n", {"t": table_specs(arrays)})
     assert "c_distinct_array_at(t[0, 0], (t[0, 1],), np.float32)" in source
     assert "f_distinct_array_at(t[1, 0], (t[1, 1], t[1, 2]), np.int32)" in source
-    scope = {"np": np, **{name: getattr(vecsim.jit, name) for name in (
+    scope = {"np": np, **{name: getattr(vecsim.engine.views, name) for name in (
         "c_array_at", "f_array_at", "c_distinct_array_at", "f_distinct_array_at")}}
     exec(source, scope)
     last, b_strides, c_strides, d_value, d_strides = njit(_nrt=False)(scope["touch"])(address_table(arrays))
@@ -194,7 +195,7 @@ def test_overlap_checks_find_the_first_distinct_view_sharing_memory_with_an_argu
     source = render_table_views(
         "def first(t, arg):\n    # VIEWS OF t: a, b, c, d\n    # hit = FIRST VIEW OF t OVERLAPPING arg\n"
         "    return hit\n", {"t": table_specs(arrays)})
-    scope = {"np": np, **{name: getattr(vecsim.jit, name) for name in (
+    scope = {"np": np, **{name: getattr(vecsim.engine.views, name) for name in (
         "c_array_at", "f_array_at", "c_distinct_array_at", "f_distinct_array_at", "overlaps")}}
     exec(source, scope)
     first = njit(_nrt=False)(scope["first"])
