@@ -35,10 +35,19 @@ promotion rules, where a Python float meeting an ``np.float32`` is converted to 
 
 * the state is a float64 array after ``reset`` but a float32 array after every ``step``
   (``self.state = np.array([position, velocity], dtype=np.float32)``), so the first step of
-  an episode computes in float64 and later steps in float32. The engine stores the state in
-  float64 and tells the two apart by the values: a state whose two values are both exact
-  float32 numbers is taken to be Gymnasium's float32 state. (A float64 reset position that
-  happens to be an exact float32, with probability about 2**-29, is then stepped as float32.)
+  an episode computes in float64 and later steps in float32: ``3 * position`` rounds to
+  float32 before the cosine, and ``velocity += ...`` and ``position += velocity`` round each
+  sum to float32. The same values give different steps in the two arrays, so the engine,
+  which stores every state in float64, keeps the array's dtype as state of its own:
+  ``float64_position`` holds the position while Gymnasium's array would be float64 (reset
+  writes the position it draws) and ``inf`` once a step has made it float32. A step computes
+  in float64 when ``position == float64_position`` or when the position or the velocity is
+  not a float32 number, and in float32 otherwise. A state written into ``position`` and
+  ``velocity`` is thus typed by its values, as ``np.array(values)`` and ``np.array(values,
+  dtype=np.float32)`` would store it in Gymnasium; to step float32 numbers as Gymnasium's
+  float64 array (a reset to a float32 bound leaves one), write the position into
+  ``float64_position`` as well. (Gymnasium's state is an array of either dtype; a Python list
+  written into it would follow yet other promotions.)
 * ``force = min(max(action[0], min_action), max_action)`` is the ``np.float32`` action when
   in bounds, so ``force * power - 0.0025 * cos(3 * position)`` is float32, and the Python
   float bound otherwise, so it is float64.
@@ -92,10 +101,16 @@ class Params(NamedTuple):
 
 
 class State(NamedTuple):
-    """The same car as MountainCar-v0's, without its scratch field."""
+    """The same car as MountainCar-v0's, and the dtype of Gymnasium's state array."""
 
     position: np.ndarray  # (N,) float64 car position along the x-axis [m]
     velocity: np.ndarray  # (N,) float64 car velocity [m/step]
+    # (N,) float64 the position while Gymnasium's state array is float64 (after reset), inf
+    # while it is float32 (after a step); see the module docstring
+    float64_position: np.ndarray
+
+
+PHYSICAL_STATE = ("position", "velocity")
 
 
 def allocate_state(num_envs: int, float_dtype, params=None) -> State:
@@ -123,6 +138,7 @@ def action_space(p: Params) -> spaces.Box:
 def reset_env(s, p, i, rng):
     s.position[i] = uniform(rng, i, param(p.reset_low, i), param(p.reset_high, i))
     s.velocity[i] = 0.0
+    s.float64_position[i] = s.position[i]  # Gymnasium's reset stores a float64 array
 
 
 @exact
@@ -134,8 +150,9 @@ def _bound(value, is_f32):
 @exact
 def step_env(s, p, i, actions, events, rng):
     position, velocity = s.position[i], s.velocity[i]
-    # Gymnasium's state: float32 after a step, float64 after reset (see the module docstring).
-    f32 = np.float32(position) == position and np.float32(velocity) == velocity
+    # Gymnasium's state array: float64 after reset, float32 after a step (module docstring)
+    f32 = (position != s.float64_position[i]
+           and np.float32(position) == position and np.float32(velocity) == velocity)
     action = actions[i, 0]
     min_action = param(p.min_action, i)
     max_action = param(p.max_action, i)
@@ -182,6 +199,7 @@ def step_env(s, p, i, actions, events, rng):
     reward = (100.0 if terminated else 0.0) - a * a * 0.1  # math.pow(a, 2): exact for a float32
     s.position[i] = np.float32(position)
     s.velocity[i] = np.float32(velocity)
+    s.float64_position[i] = math.inf  # Gymnasium's step stores a float32 array
     return reward, terminated
 
 

@@ -180,5 +180,74 @@ def test_from_bools_rejects_non_bool_or_2d_input():
 def test_from_done_flags_rejects_mismatched_inputs():
     with pytest.raises(ValueError, match=r"\(2,\).*\(3,\)"):
         ResetMask.from_done_flags(np.zeros(2, bool), np.zeros(3, bool))
-    with pytest.raises(TypeError, match="bool"):
-        ResetMask.from_done_flags(np.zeros(2, bool), np.zeros(2, int))
+    with pytest.raises(ValueError, match=r"\(2,\).*\(3,\)"):
+        ResetMask.from_done_flags(np.zeros(2, np.uint8), np.zeros(3, np.uint8))
+
+
+def _operant_flags() -> tuple[np.ndarray, np.ndarray]:
+    """Done flags as operant's ``write_terminals``/``write_truncations`` leave them: uint8 0/1."""
+    terms = np.zeros(70, dtype=np.uint8)
+    truncs = np.zeros(70, dtype=np.uint8)
+    terms[[0, 9, 64]] = 1
+    truncs[[9, 69]] = 1
+    return terms, truncs
+
+
+def test_from_done_flags_gives_a_uint8_buffer_the_mask_of_the_bool_one():
+    terms, truncs = _operant_flags()
+    from_bytes = ResetMask.from_done_flags(terms, truncs)
+    assert from_bytes == ResetMask.from_done_flags(terms.astype(bool), truncs.astype(bool))
+    assert list(from_bytes) == [0, 9, 64, 69]
+    assert ResetMask.from_done_flags(terms) == ResetMask.from_bools(terms.astype(bool))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint16, np.uint32, np.uint64])
+def test_from_done_flags_accepts_zeros_and_ones_of_any_integer_dtype(dtype):
+    terms, truncs = _operant_flags()
+    assert list(ResetMask.from_done_flags(terms.astype(dtype), truncs.astype(dtype))) == [0, 9, 64, 69]
+
+
+def test_from_done_flags_mixes_bool_and_integer_flags():
+    terms, truncs = _operant_flags()
+    assert list(ResetMask.from_done_flags(terms.astype(bool), truncs)) == [0, 9, 64, 69]
+
+
+def test_from_done_flags_accepts_python_lists_of_bools_or_ints():
+    assert list(ResetMask.from_done_flags([0, 1, 0], [False, False, True])) == [1, 2]
+
+
+@pytest.mark.parametrize("bad", [2, 255])
+def test_from_done_flags_names_a_terminal_other_than_0_or_1_and_its_index(bad):
+    terms, truncs = _operant_flags()
+    terms[37] = bad
+    with pytest.raises(ValueError, match=rf"terminals\[37\] = {bad}\b"):
+        ResetMask.from_done_flags(terms, truncs)
+
+
+def test_from_done_flags_names_a_truncation_other_than_0_or_1_and_its_index():
+    terms, truncs = _operant_flags()
+    truncs = truncs.astype(np.int8)
+    truncs[5] = -1
+    with pytest.raises(ValueError, match=r"truncations\[5\] = -1\b"):
+        ResetMask.from_done_flags(terms, truncs)
+
+
+def test_from_done_flags_names_the_first_bad_index_when_there_are_several():
+    terms = np.array([0, 1, 3, 1, 2], dtype=np.uint8)
+    with pytest.raises(ValueError, match=r"terminals\[2\] = 3\b"):
+        ResetMask.from_done_flags(terms)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, object])
+def test_from_done_flags_refuses_non_integer_dtypes_by_name(dtype):
+    flags = np.array([0, 1, 0], dtype=dtype)
+    name = np.dtype(dtype).name
+    with pytest.raises(TypeError, match=rf"terminals .*dtype {name}"):
+        ResetMask.from_done_flags(flags)
+    with pytest.raises(TypeError, match=rf"truncations .*dtype {name}"):
+        ResetMask.from_done_flags(np.zeros(3, bool), flags)
+
+
+def test_from_done_flags_refuses_2d_flags():
+    with pytest.raises(TypeError, match=r"terminals must be 1-D.*\(2, 2\)"):
+        ResetMask.from_done_flags(np.zeros((2, 2), np.uint8))

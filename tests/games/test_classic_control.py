@@ -8,6 +8,10 @@ every ``RESEED_EVERY`` steps, both sides get a fresh random state. The random st
 far beyond the starting distribution (large velocities, angles of several turns, walls) so
 that every clipping, bounding and wrapping branch runs; continuous actions include
 out-of-bounds values and values exactly at the float32 bounds.
+
+A second kind of test steps ``M`` random states spread over each game's whole observation
+space (and beyond its termination thresholds) once each, batched in one engine, against one
+Gymnasium env that is given each state in turn.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import vecsim
 K = 8
 STEPS = 200
 RESEED_EVERY = 25
+M = 4096  # random states per game in the whole-space test, stepped in one engine
 
 
 # -- what differs from game to game --------------------------------------------------------
@@ -40,6 +45,10 @@ class Case:
     per_env: dict = field(default_factory=dict)  # Params field -> K values
     gym_attr: dict = field(default_factory=dict)  # Params field -> Gymnasium attribute
     fixup: Callable = lambda env: None  # re-derive Gymnasium's constants computed in __init__
+    # (rng, n) -> (values (n, d) float64, float32 (n,) bool: Gymnasium stores the row as float32)
+    space_states: Callable | None = None
+    # (eng, i, values, dtype): state fields besides PHYSICAL_STATE that Gymnasium's dtype sets
+    mark_storage: Callable = lambda eng, i, values, dtype: None
 
 
 def _cartpole_state(rng):
@@ -54,10 +63,12 @@ def _mountain_car_state(rng):
 
 def _continuous_mountain_car_state(rng):
     """Gymnasium's state is float64 after reset (velocity 0) and float32 after every step."""
-    kind = rng.choice(["reset", "float64", "float32", "float32", "wall"])
+    kind = rng.choice(["reset", "reset to a float32", "float64", "float32", "float32", "wall"])
     position, velocity = rng.uniform(-1.2, 0.6), rng.uniform(-0.07, 0.07)
     if kind == "reset":
         return np.array([rng.uniform(-0.6, -0.4), 0.0]), np.float64
+    if kind == "reset to a float32":  # reset(options={"low": b, "high": b}) for a float32 b
+        return np.array([np.float32(rng.uniform(-0.6, -0.4)), 0.0]), np.float64
     if kind == "float64":
         return np.array([position, velocity]), np.float64
     if kind == "wall":
@@ -76,6 +87,66 @@ def _acrobot_state(rng):
     return rng.uniform(-1, 1, 4) * [4.0, 4.0, 16.0, 32.0], np.float64
 
 
+def _continuous_mountain_car_storage(eng, i, values, dtype):
+    """Only a float64 state of float32 numbers needs its position in ``float64_position`` to
+    be told apart from the float32 state of the same values; any other is typed by its values
+    (see the game's docstring)."""
+    if dtype == np.float64 and np.array_equal(values.astype(np.float32), values):
+        eng.state.float64_position[i] = values[0]
+
+
+# -- random states across the whole observation space --------------------------------------
+def _stored_as(n: int, dtype) -> np.ndarray:
+    return np.full(n, dtype == np.float32)
+
+
+def _some_exactly(rng, values: np.ndarray, choices) -> np.ndarray:
+    """``values`` with about one in eight replaced by one of ``choices`` (walls, bounds)."""
+    return np.where(rng.random(values.shape) < 0.125, rng.choice(choices, values.shape), values)
+
+
+def _cartpole_space_states(rng, n):
+    """Cart position and pole angle over the observation space's bounds, twice the termination
+    thresholds (2.4, 12 degrees); the velocities, unbounded there, up to 10."""
+    high = np.array([4.8, 10.0, 2 * 12 * 2 * math.pi / 360, 10.0])
+    return rng.uniform(-high, high, (n, 4)), _stored_as(n, np.float64)
+
+
+def _mountain_car_space_states(rng, n, goal=0.5):
+    position = _some_exactly(rng, rng.uniform(-1.2, 0.6, n), [-1.2, 0.6, goal])
+    velocity = _some_exactly(rng, rng.uniform(-0.07, 0.07, n), [-0.07, 0.0, 0.07])
+    return np.stack([position, velocity], axis=1), _stored_as(n, np.float64)
+
+
+def _continuous_mountain_car_space_states(rng, n):
+    """Half float32 states (after a step), half float64 (after reset, or written), of which
+    half hold float32 numbers only, as a reset to a float32 bound leaves them."""
+    values, _ = _mountain_car_space_states(rng, n, goal=0.45)
+    kind = rng.integers(0, 4, n)
+    float32 = kind < 2
+    rounded = float32 | (kind == 2)
+    values[rounded] = values[rounded].astype(np.float32)
+    values[(kind == 2) & (rng.random(n) < 0.5), 1] = 0.0  # reset's velocity
+    return values, float32
+
+
+def _pendulum_space_states(rng, n):
+    """Angles of several turns (Gymnasium stores theta unwrapped), speeds 1.5 times the
+    bound (8) that the step clips to."""
+    values = np.stack([rng.uniform(-4 * math.pi, 4 * math.pi, n), rng.uniform(-12.0, 12.0, n)], axis=1)
+    return values, _stored_as(n, np.float64)
+
+
+def _acrobot_space_states(rng, n):
+    """Every pair of angles, speeds 1.5 times the bounds (4 pi, 9 pi) that the step clips to;
+    a quarter are float32 reset states (Gymnasium's reset stores float32)."""
+    high = np.array([math.pi, math.pi, 6 * math.pi, 13.5 * math.pi])
+    values = rng.uniform(-high, high, (n, 4))
+    float32 = rng.random(n) < 0.25
+    values[float32] = rng.uniform(-0.1, 0.1, (int(float32.sum()), 4)).astype(np.float32)
+    return values, float32
+
+
 def _cartpole_fixup(env):
     env.total_mass = env.masspole + env.masscart
     env.polemass_length = env.masspole * env.length
@@ -87,13 +158,14 @@ CASES = {
         per_env={"gravity": np.linspace(9.0, 10.5, K), "masscart": np.linspace(0.7, 1.6, K),
                  "masspole": np.linspace(0.05, 0.3, K), "length": np.linspace(0.3, 0.9, K),
                  "force_mag": np.linspace(7.0, 13.0, K), "tau": np.linspace(0.01, 0.03, K)},
-        fixup=_cartpole_fixup,
+        fixup=_cartpole_fixup, space_states=_cartpole_space_states,
     ),
     "MountainCar-v0": Case(
         "MountainCar-v0", _mountain_car_state, lambda env: np.array(env.state, dtype=np.float32),
         per_env={"goal_velocity": np.linspace(0.0, 0.013, K), "force": np.linspace(0.0007, 0.0013, K),
                  "gravity": np.linspace(0.0021, 0.0029, K), "max_speed": np.linspace(0.05, 0.09, K),
                  "goal_position": np.linspace(0.3, 0.55, K)},
+        space_states=_mountain_car_space_states,
     ),
     "MountainCarContinuous-v0": Case(
         "MountainCarContinuous-v0", _continuous_mountain_car_state,
@@ -104,6 +176,7 @@ CASES = {
         per_env={"min_action": -np.linspace(0.6, 1.3, K), "max_action": np.linspace(0.3, 1.7, K),
                  "power": np.linspace(0.0011, 0.0019, K), "goal_velocity": np.linspace(0.0, 0.011, K),
                  "max_speed": np.linspace(0.05, 0.09, K), "goal_position": np.linspace(0.3, 0.55, K)},
+        space_states=_continuous_mountain_car_space_states, mark_storage=_continuous_mountain_car_storage,
     ),
     "Pendulum-v1": Case(
         "Pendulum-v1", _pendulum_state, lambda env: env._get_obs(),
@@ -111,6 +184,7 @@ CASES = {
         per_env={"g": np.linspace(9.0, 11.3, K), "m": np.linspace(0.7, 1.9, K), "l": np.linspace(0.6, 1.7, K),
                  "max_torque": np.linspace(1.3, 2.7, K), "dt": np.linspace(0.03, 0.07, K),
                  "max_speed": np.linspace(6.5, 9.1, K)},
+        space_states=_pendulum_space_states,
     ),
     "Acrobot-v1": Case(
         "Acrobot-v1", _acrobot_state, lambda env: env._get_ob(),
@@ -123,6 +197,7 @@ CASES = {
                   "link_mass_2": "LINK_MASS_2", "link_com_pos_1": "LINK_COM_POS_1",
                   "link_com_pos_2": "LINK_COM_POS_2", "link_moi": "LINK_MOI", "max_vel_1": "MAX_VEL_1",
                   "max_vel_2": "MAX_VEL_2", "book_or_nips": "book_or_nips"},
+        space_states=_acrobot_space_states,
     ),
 }
 IDS = list(CASES)
@@ -151,14 +226,15 @@ def _gym_value(name: str, value: float):
 # -- engines, built once per module --------------------------------------------------------
 @pytest.fixture(scope="module")
 def engines():
-    """``engines(env_id, per_env)``: a memoised engine of ``K`` envs, no step limit."""
+    """``engines(env_id, per_env, num_envs)``: a memoised engine, ``K`` envs by default, no
+    step limit. All run the serial kernels, so a big batch compiles nothing more."""
     built = {}
 
-    def get(env_id: str, per_env: bool = False):
-        key = (env_id, per_env)
+    def get(env_id: str, per_env: bool = False, num_envs: int = K):
+        key = (env_id, per_env, num_envs)
         if key not in built:
             params = CASES[env_id].per_env if per_env else {}
-            eng = vecsim.make(env_id, num_envs=K, max_episode_steps=None, **params)
+            eng = vecsim.make(env_id, num_envs=num_envs, max_episode_steps=None, parallel=False, **params)
             eng.reset(seed=7)
             built[key] = eng
         return built[key]
@@ -179,10 +255,19 @@ def _gym_envs(case: Case, per_env: bool) -> list:
 
 
 # -- playing both in lockstep --------------------------------------------------------------
-def _put_state(eng, env, i: int, values: np.ndarray, dtype) -> None:
+def _put_state(case: Case, eng, env, i: int, values: np.ndarray, dtype) -> None:
     """The same physical state in env ``i`` of the engine and in the Gymnasium env."""
+    _put_engine_state(case, eng, i, values, dtype)
+    _put_gym_state(env, values, dtype)
+
+
+def _put_engine_state(case: Case, eng, i: int, values: np.ndarray, dtype) -> None:
     for name, v in zip(eng.game.module.PHYSICAL_STATE, values):
         getattr(eng.state, name)[i] = v
+    case.mark_storage(eng, i, values, dtype)
+
+
+def _put_gym_state(env, values: np.ndarray, dtype) -> None:
     env.state = np.array(values, dtype=dtype)
     if hasattr(env, "steps_beyond_terminated"):  # CartPole: a new episode, as after reset()
         env.steps_beyond_terminated = None
@@ -192,23 +277,44 @@ def _physical(eng, i: int) -> np.ndarray:
     return np.array([getattr(eng.state, name)[i] for name in eng.game.module.PHYSICAL_STATE])
 
 
+def _exact(values) -> str:
+    """``values`` with as many digits as tell each number apart (NumPy's repr shows 8)."""
+    return np.array2string(np.asarray(values), floatmode="unique", separator=", ")
+
+
 def _assert_bitwise(actual, expected, what: str) -> None:
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.dtype == expected.dtype and actual.tobytes() == expected.tobytes(), (
-        f"{what}: vecsim {actual!r} != Gymnasium {expected!r}"
+        f"{what}: vecsim {_exact(actual)} != Gymnasium {_exact(expected)} ({actual.dtype}, {expected.dtype})"
     )
 
 
-def _random_actions(case: Case, eng, rng) -> np.ndarray:
+def _assert_rows_bitwise(actual, expected, what: str, describe: Callable) -> None:
+    """Row ``i`` of ``actual`` has the dtype and bytes of row ``i`` of ``expected``, for every
+    ``i``; else the message counts the rows that differ and shows the first (``describe(i)``)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape, (
+        f"{what}: vecsim {actual.dtype} {actual.shape} != Gymnasium {expected.dtype} {expected.shape}"
+    )
+    n = len(actual)
+    as_bytes = [np.ascontiguousarray(a).reshape(n, -1).view(np.uint8) for a in (actual, expected)]
+    differ = np.flatnonzero((as_bytes[0] != as_bytes[1]).any(axis=1))
+    assert differ.size == 0, (
+        f"{what}: {differ.size} of {n} differ; the first, {describe(differ[0])}: "
+        f"vecsim {_exact(actual[differ[0]])} != Gymnasium {_exact(expected[differ[0]])}"
+    )
+
+
+def _random_actions(case: Case, eng, rng, n: int = K) -> np.ndarray:
     if case.action_bounds is None:
-        return rng.integers(0, eng.single_action_space.n, K)
-    low, high = (np.broadcast_to(np.asarray(b, dtype=np.float64), (K,)) for b in case.action_bounds(eng.params))
-    kind = rng.integers(0, 6, K)
+        return rng.integers(0, eng.single_action_space.n, n)
+    low, high = (np.broadcast_to(np.asarray(b, dtype=np.float64), (n,)) for b in case.action_bounds(eng.params))
+    kind = rng.integers(0, 6, n)
     inside = rng.uniform(low, high)
     beyond = rng.uniform(1.5 * low, 1.5 * high)
-    huge = rng.choice([-1.0, 1.0], K) * 10.0 ** rng.uniform(1, 4, K)
-    picks = np.choose(kind, [inside, beyond, low, high, huge, np.zeros(K)])
-    return picks.astype(np.float32).reshape(K, 1)  # low, high: exactly the float32 bounds
+    huge = rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(1, 4, n)
+    picks = np.choose(kind, [inside, beyond, low, high, huge, np.zeros(n)])
+    return picks.astype(np.float32).reshape(n, 1)  # low, high: exactly the float32 bounds
 
 
 def _gym_action(case: Case, actions: np.ndarray, i: int):
@@ -221,7 +327,7 @@ def play_in_lockstep(case: Case, eng, envs: list, rng, steps: int = STEPS) -> in
     A terminated env, and every env each ``RESEED_EVERY`` steps, gets a fresh random state.
     """
     for i, env in enumerate(envs):
-        _put_state(eng, env, i, *case.random_state(rng))
+        _put_state(case, eng, env, i, *case.random_state(rng))
     eng.refresh()
     for i, env in enumerate(envs):
         _assert_bitwise(eng.obs[i], case.observe(env), f"{case.env_id} env {i} observation of a written state")
@@ -244,7 +350,7 @@ def play_in_lockstep(case: Case, eng, envs: list, rng, steps: int = STEPS) -> in
         if t % RESEED_EVERY == RESEED_EVERY - 1:  # fresh far-away states for every env
             done[:] = True
         for i in np.flatnonzero(done):
-            _put_state(eng, envs[i], i, *case.random_state(rng))
+            _put_state(case, eng, envs[i], i, *case.random_state(rng))
         eng.refresh()
     return terminations
 
@@ -282,7 +388,7 @@ def test_out_of_bounds_actions_are_clipped_as_in_gymnasium(env_id, engines):
     rng = np.random.default_rng(3)
     for _ in range(5):
         for i, env in enumerate(envs):
-            _put_state(eng, env, i, *case.random_state(rng))
+            _put_state(case, eng, env, i, *case.random_state(rng))
         eng.refresh()
         result = eng.step_no_reset(grid)
         for i, env in enumerate(envs):
@@ -315,7 +421,7 @@ def test_continuous_car_landing_exactly_on_the_float32_wall_stops(engines):
     starts = [p + np.float32(k) * np.spacing(p) for k in range(-4, 4)]
     assert any(s + velocity_after(s) == wall for s in starts), "one start lands exactly on the wall"
     for i, (env, start) in enumerate(zip(envs, starts)):
-        _put_state(eng, env, i, np.array([start, v0], dtype=np.float64), np.float32)
+        _put_state(case, eng, env, i, np.array([start, v0], dtype=np.float64), np.float32)
     eng.refresh()
     result = eng.step_no_reset(np.zeros((K, 1), dtype=np.float32))
     for i, env in enumerate(envs):
@@ -324,6 +430,97 @@ def test_continuous_car_landing_exactly_on_the_float32_wall_stops(engines):
         _assert_bitwise(result.rewards[i], np.float64(reward), f"start {starts[i]!r}: reward")
     landed = [i for i, s in enumerate(starts) if s + velocity_after(s) == wall]
     assert all(result.observations[i, 1] == 0.0 for i in landed)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_one_step_from_random_states_across_the_observation_space_matches_gymnasium(env_id, engines):
+    """``M`` states spread over the observation space and past the termination thresholds
+    (``Case.space_states``), each stored as Gymnasium stores it, and a random action each (Box
+    actions at, beyond and far beyond the bounds): the observation of the written state, and
+    the observation, reward, termination and state after one step, equal Gymnasium's bit for bit.
+    """
+    _skip_if_numpy_trig_differs(env_id)
+    case = CASES[env_id]
+    eng = engines(env_id, num_envs=M)
+    env = gymnasium.make(env_id).unwrapped
+    rng = np.random.default_rng(4)
+    values, float32 = case.space_states(rng, M)
+    dtypes = [np.float32 if f else np.float64 for f in float32]
+    eng.reset(seed=8)  # every env in a fresh episode, whatever an earlier test's step ended
+    for i in range(M):
+        _put_engine_state(case, eng, i, values[i], dtypes[i])
+    eng.refresh()
+    written = eng.obs.copy()
+    actions = _random_actions(case, eng, rng, M)
+    result = eng.step_no_reset(actions)
+
+    seen, obs = np.empty_like(written), np.empty_like(result.observations)
+    rewards, terminated, states = np.empty(M), np.empty(M, dtype=bool), np.empty_like(values)
+    for i in range(M):
+        _put_gym_state(env, values[i], dtypes[i])
+        seen[i] = case.observe(env)
+        obs[i], rewards[i], terminated[i], truncated, _ = env.step(_gym_action(case, actions, i))
+        assert not truncated
+        states[i] = np.asarray(env.state, dtype=np.float64)
+
+    def describe(i):
+        return f"env {i}: state {_exact(values[i])} stored as {np.dtype(dtypes[i])}, action {_exact(actions[i])}"
+
+    # Gymnasium observes a float32 Acrobot state with NumPy's float32 sin/cos (xfail test below)
+    observed = np.flatnonzero(~float32 if env_id == "Acrobot-v1" else np.ones(M, dtype=bool))
+    _assert_rows_bitwise(written[observed], seen[observed], f"{env_id} observation of the written state",
+                         lambda k: describe(observed[k]))
+    _assert_rows_bitwise(result.observations, obs, f"{env_id} observation after a step", describe)
+    _assert_rows_bitwise(result.rewards, rewards, f"{env_id} reward", describe)
+    _assert_rows_bitwise(result.terminals, terminated, f"{env_id} terminated", describe)
+    physical = np.stack([getattr(eng.state, name) for name in eng.game.module.PHYSICAL_STATE], axis=1)
+    _assert_rows_bitwise(physical, states, f"{env_id} state after a step", describe)
+    assert not result.truncations.any()
+    assert 0 < terminated.sum() < M or env_id == "Pendulum-v1", "both sides of the termination test ran"
+
+
+def test_continuous_car_reset_to_a_float32_number_steps_in_float64_as_gymnasiums_reset_state():
+    """Gymnasium's reset stores a float64 array, and its first step computes in float64 even
+    when the values are float32 numbers, as ``reset(options={"low": b, "high": b})`` leaves
+    them for a float32 ``b``; vecsim's reset to ``reset_low = reset_high = b`` does the same."""
+    case = CASES["MountainCarContinuous-v0"]
+    bounds = np.linspace(-0.6, -0.4, K).astype(np.float32).astype(np.float64)
+    eng = vecsim.make(case.env_id, num_envs=K, max_episode_steps=None, parallel=False,
+                      reset_low=bounds, reset_high=bounds)
+    envs = _gym_envs(case, per_env=False)
+    rng = np.random.default_rng(6)
+    for episode in range(16):
+        eng.reset(seed=episode)
+        for i, env in enumerate(envs):
+            env.reset(seed=episode, options={"low": bounds[i], "high": bounds[i]})
+            assert env.state.dtype == np.float64 and env.state[0] == eng.state.position[i]
+        for t in range(3):  # the float64 first step, then float32 ones
+            actions = _random_actions(case, eng, rng)
+            result = eng.step_no_reset(actions)
+            for i, env in enumerate(envs):
+                where = f"reset to {bounds[i]!r}, episode {episode} step {t}, action {actions[i]}"
+                obs, reward, terminated, _, _ = env.step(actions[i].copy())
+                _assert_bitwise(result.observations[i], obs, f"{where}: observation")
+                _assert_bitwise(result.rewards[i], np.float64(reward), f"{where}: reward")
+                assert bool(result.terminals[i]) == terminated, f"{where}: terminated"
+
+
+@pytest.mark.xfail(reason="Gymnasium's Acrobot._get_ob takes NumPy's float32 sin/cos of the float32 state "
+                          "reset leaves (SIMD loops, not correctly rounded: about 1 angle in 1,000 differs "
+                          "in the last bit here); vecsim rounds the C library's float64 values")
+def test_acrobot_observes_its_float32_reset_state_as_gymnasium_does(engines):
+    case = CASES["Acrobot-v1"]
+    eng = engines(case.env_id, num_envs=M)
+    env = gymnasium.make(case.env_id).unwrapped
+    expected = np.empty_like(eng.obs)
+    starts = np.empty((M, 4))
+    eng.reset(seed=9)
+    for i in range(M):
+        expected[i], _ = env.reset(seed=i)
+        starts[i] = env.state
+        _put_engine_state(case, eng, i, starts[i], np.float32)
+    eng.refresh()
+    _assert_rows_bitwise(eng.obs, expected, "Acrobot-v1 reset observation", lambda i: f"start {_exact(starts[i])}")
 
 
 @pytest.mark.parametrize("env_id", IDS)

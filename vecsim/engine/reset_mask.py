@@ -54,15 +54,37 @@ class ResetMask:
 
     @classmethod
     def from_done_flags(cls, terminals, truncations=None) -> ResetMask:
-        """The envs that terminated or were truncated (1-D bool arrays of equal length)."""
-        terminals = np.asarray(terminals)
+        """The envs that terminated or were truncated.
+
+        Parameters
+        ----------
+        terminals : array_like of bool or of an integer dtype holding only 0 and 1, shape (num_envs,)
+            Termination flags: ``StepResult.terminals`` (bool), or the ``uint8`` buffers that
+            operant's ``write_terminals`` fills.
+        truncations : array_like, optional
+            Truncation flags of the same kinds and shape; without them the mask is
+            ``terminals`` alone.
+
+        Returns
+        -------
+        ResetMask
+            Env ``i`` is set where ``terminals[i]`` or ``truncations[i]`` is true (nonzero).
+
+        Raises
+        ------
+        TypeError
+            For a dtype other than bool or integer (float, object...), naming it, or flags
+            that are not 1-D.
+        ValueError
+            For an integer flag other than 0 and 1, naming the value and its index, or for
+            ``terminals`` and ``truncations`` of different shapes.
+        """
+        terminals = _done_flags("terminals", terminals)
         if truncations is None:
             return cls.from_bools(terminals)
-        truncations = np.asarray(truncations)
+        truncations = _done_flags("truncations", truncations)
         if terminals.shape != truncations.shape:
             raise ValueError(f"terminals {terminals.shape} and truncations {truncations.shape} differ in shape")
-        if terminals.dtype != np.bool_ or truncations.dtype != np.bool_:
-            raise TypeError("terminals and truncations must be bool arrays")
         return cls.from_bools(terminals | truncations)
 
     @classmethod
@@ -141,3 +163,21 @@ class ResetMask:
         shown = list(self.iter_set())
         text = ", ".join(map(str, shown[:16])) + (", ..." if len(shown) > 16 else "")
         return f"ResetMask(num_envs={self.num_envs}, set=[{text}])"
+
+
+def _done_flags(name: str, flags) -> np.ndarray:
+    """``flags`` as a 1-D bool array, from bools or from integers that are all 0 or 1."""
+    flags = np.asarray(flags)
+    if flags.dtype != np.bool_ and not np.issubdtype(flags.dtype, np.integer):
+        raise TypeError(f"ResetMask.from_done_flags {name} must be bool or integer 0/1 flags, "
+                        f"but got dtype {flags.dtype}")
+    if flags.ndim != 1:
+        raise TypeError(f"ResetMask.from_done_flags {name} must be 1-D, but got shape {flags.shape}")
+    if flags.dtype == np.bool_:
+        return flags
+    bad = np.flatnonzero((flags != 0) & (flags != 1))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"ResetMask.from_done_flags {name} must hold only 0 and 1, "
+                         f"but {name}[{k}] = {flags[k].item()!r}")
+    return flags.astype(np.bool_)
