@@ -125,7 +125,7 @@ def pre_step_draft_env(s, p, i, actions):
     """sin and cos of theta as glibc computes them, without calling it (the loop vectorises).
 
     Where ``sincos_small`` cannot promise glibc's values, cos is left NaN for
-    ``pre_step_fix_env`` to call the library (about 4-6% of envs while the pole is up).
+    ``pre_step_fix_env`` to call the library (a small share of envs while the pole is up).
     """
     theta = s.theta[i]
     if LIBM_IS_GLIBC:  # a compile-time constant

@@ -7,7 +7,7 @@ poses at step starts, from the spawn pose, under exactly the primitive-mode rule
 that does not move down locks; soft drop on a resting piece and hard drop lock at once):
 the transitions call the same ``blocked``/``rotate``/``drop_row`` functions the game uses,
 so a path the planner returns, played with primitive actions, locks the piece at exactly
-that pose (``tests/test_tetris_planner.py`` checks this on many random boards).
+that pose (``tests/planners/test_tetris_planner.py`` checks this on many random boards).
 
 Poses are indexed by anchor: ``(r * H + y) * W + x`` (see ``vecsim.games.tetris.pieces``). All
 arrays are env-indexed scratch owned by the caller's state (kernels do not allocate):
@@ -325,7 +325,7 @@ def path(engine, i: int, action: int) -> list[int]:
     s = engine.state
     if engine.game.name != "Tetris" or s.cost.shape[1] == 0:
         raise ValueError(f"path needs a Tetris engine in reach mode, but got {engine!r}")
-    i = engine._env_index(i)
+    i = engine.env_index(i)
     if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
         raise TypeError(f"action must be an int, but got action={action!r}")
     if not 0 <= action < s.cost.shape[1]:

@@ -326,14 +326,14 @@ def step_env(s, p, i, actions, events, rng):
         s.rot[i] = r
         s.y[i] = y
         s.x[i] = x
-    # One call site: _lock_and_spawn is inlined, and a second site compiled it twice.
+    # One call site: _lock_and_spawn is inlined, and Numba compiles an inlined function once
+    # per call site (see docs/numba-workarounds.md).
     return _lock_and_spawn(s, p, i, t, r, y, x, events, rng)
 
 
 # Inlined into the kernels: a call passes every State array by value, which costs more than
-# the work. Only write_obs is: with Numba 0.68, inlining step_env or write_mask into a prange
-# body made the parallel kernel's results differ from the serial kernel's (caught by
-# vecsim.testing.check_engine's serial/parallel comparison), with or without early returns.
+# the work. Only write_obs is: inlining step_env or write_mask into a prange body makes the
+# parallel kernel's results differ from the serial kernel's (see docs/numba-workarounds.md).
 @exact(inline="always")
 def write_obs(s, p, i, obs):
     obs[i, 0] = s.piece[i]
@@ -433,8 +433,8 @@ def write_mask(s, p, i, masks):
 @exact
 def write_mask_without_planner(s, p, i, masks):
     """``write_mask`` for a batch in primitive or drop mode: the same masks, without the reach
-    planner, which Numba would otherwise compile into every kernel (a 16-env drop-mode engine's
-    cold first step took 25 s with it left out, against 59 s, here)."""
+    planner, which Numba would otherwise compile into every kernel (the larger part of a cold
+    first step)."""
     if not _game_over_mask(s, i, masks):
         _placement_free_mask(s, p, i, masks, np.int64(param(p.action_mode, i)))
 

@@ -229,7 +229,7 @@ def rating2(s, i, t, r, y, x):
     """Twice Dellacherie's rating of locking piece ``t`` at anchor ``(r, y, x)`` on env ``i``'s
     board (an integer). Builds the afterstate in ``s.scratch_rows[i]``; the env's own board is
     only read. Bit-parallel over the columns, from the top of the pile down; equal to
-    ``rating2_from_features`` (tests/test_tetris_agent.py checks it on random boards)."""
+    ``rating2_from_features`` (tests/games/test_tetris_agent.py checks it on random boards)."""
     lines, eroded = _place(s, i, t, r, y, x)
     rows = s.scratch_rows
     top = 0
@@ -533,7 +533,8 @@ _PARALLEL = dict(EXACT_OPTIONS, parallel=True)
 
 
 # The prange bodies pass the env index on as int64: a prange index is uint64 inside the
-# loop, and calling the per-env functions with it would compile them a second time.
+# loop, and calling the per-env functions with it would compile them a second time (see
+# docs/numba-workarounds.md).
 @numba.njit(**_PARALLEL)
 def _actions_kernel(state, P, rng, out):
     for i in prange(out.shape[0]):
@@ -611,7 +612,7 @@ def _check_engine(engine) -> int:
     module = getattr(game, "module", None)
     if module is None or getattr(module, "ENV_ID", None) != "Tetris-v0":
         raise ValueError(f"Dellacherie's policy needs a vecsim Tetris-v0 engine, but got {engine!r}")
-    engine._check_open()
+    engine.check_open()
     mode = int(engine.params_scalar.action_mode)
     if mode not in (DROP, REACH):
         raise ValueError("Dellacherie's policy needs action_mode='drop' or 'reach', "
@@ -620,7 +621,7 @@ def _check_engine(engine) -> int:
 
 
 def _params_array(engine) -> np.ndarray:
-    P = engine._P
+    P = engine.kernel_params
     if P.ndim not in (1, 2) or P.shape[0] != len(Params._fields):
         raise ValueError(f"unexpected Tetris parameter array of shape {P.shape}")
     return P
@@ -644,7 +645,7 @@ def dellacherie_actions(engine, out=None) -> np.ndarray:
         ``out`` if given. Only the state's ``scratch_rows`` and ``scratch_feat`` change.
     """
     _check_engine(engine)
-    engine._check_started()
+    engine.check_started()
     n = engine.num_envs
     if out is None:
         out = np.zeros(n, dtype=np.int64)
@@ -662,10 +663,10 @@ def afterstate_rating(engine, i: int, action: int, method: str = "columns") -> f
     (``rating2_from_features``: SPEC's features plus the corrections of the module
     docstring). Writes only the scratch fields of the state."""
     _check_engine(engine)
-    engine._check_started()
+    engine.check_started()
     if method not in RATING_METHODS:
         raise ValueError(f"method must be one of {RATING_METHODS}, but got method={method!r}")
-    i = engine._env_index(i)
+    i = engine.env_index(i)
     action = int(action)
     if not (0 <= action < engine.masks.shape[1]) or not engine.masks[i, action]:
         raise ValueError(f"action {action} is not legal in env {i}")

@@ -113,8 +113,8 @@ def hold_target(s, i):
 def do_hold(s, i, rng, use_bag):
     """Hold the current piece; returns whether the new current piece could spawn.
 
-    A call, not inlined: the step holds in two places, and each inlined copy was compiled
-    again; a hold is one step in many."""
+    A call, not inlined: the step holds in two places, and Numba compiles an inlined function
+    once per call site (see docs/numba-workarounds.md); a hold is one step in many."""
     cur = s.piece[i]
     if s.hold[i] == NONE:
         s.hold[i] = cur

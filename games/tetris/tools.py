@@ -56,7 +56,7 @@ def set_board(engine, i: int, board, piece=None, hold=None, queue=None, pose=Non
     pose : (r, y, x), optional
         Anchor of the current piece instead of the spawn pose.
     """
-    i = engine._env_index(i)
+    i = engine.env_index(i)
     s = engine.state
     cells = parse_board(board) if isinstance(board, str) else np.asarray(board)
     if cells.shape != (H, W):
@@ -89,7 +89,7 @@ def set_board(engine, i: int, board, piece=None, hold=None, queue=None, pose=Non
 def board_text(engine, i: int) -> str:
     """Env ``i``'s board as text (``#`` filled), without the active piece."""
     s = engine.state
-    i = engine._env_index(i)
+    i = engine.env_index(i)
     return "\n".join("".join("#" if c else "." for c in row) for row in s.cells[i])
 
 

@@ -954,8 +954,9 @@ def test_kernel_functions_leave_the_planner_out_of_placement_free_tetris_batches
     assert "_reach_mask" not in src and "_reach_mask" in inspect.getsource(tetris.module.write_mask.py_func)
     # CartPole has no kernel_functions: its sources are unchanged.
     cartpole = load_game("vecsim.games.cartpole")
-    assert cartpole.kernel_functions(cartpole.params_cls()) == ()
-    assert render_source(cartpole, "float32", True) == render_source(cartpole, "float32", True, ())
+    # A game without action_ok gets the check its Discrete(2) space implies, and no stand-in.
+    assert cartpole.kernel_functions(cartpole.params_cls()) == (("action_ok", "below_2"),)
+    assert render_source(cartpole, "float32", True) == render_source(cartpole, "float32", True, (("action_ok", "below_2"),))
 
 
 def test_kernel_functions_are_checked(monkeypatch):

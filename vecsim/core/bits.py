@@ -1,8 +1,9 @@
 """Bit counting for the bitboard kernels: ``popcount`` and ``ctz`` as single instructions.
 
-Numba has no population count or trailing-zero count of its own; these call LLVM's
-``llvm.ctpop.i64`` and ``llvm.cttz.i64`` intrinsics, which compile to ``popcnt`` and
-``tzcnt``/``bsf`` on x86-64 (and a short bit-twiddling sequence where the CPU lacks them).
+Numba has no population count or trailing-zero count of its own (see
+docs/numba-workarounds.md); these call LLVM's ``llvm.ctpop.i64`` and ``llvm.cttz.i64``
+intrinsics, which compile to ``popcnt`` and ``tzcnt``/``bsf`` on x86-64 (and a short
+bit-twiddling sequence where the CPU lacks them).
 They take and return int64, never allocate, and are cached with the kernels that call them.
 """
 

@@ -3,12 +3,11 @@
 A step loop walks a dozen or more ``(num_envs, ...)`` arrays in lockstep: element ``i`` of
 each. Arrays of a few KiB and more come from the allocator at nearly the same offset within
 a page (heap chunks of equal size one after another, or fresh pages), so element ``i`` of every
-array falls into the same few sets of the L1 cache (64 sets of 64 bytes, 8 ways on the CPUs
-vecsim is measured on) and shares the low 12 address bits that the CPU uses to match loads
-with earlier stores ("4K aliasing"). With more arrays than ways the loop evicts its own lines
-every step. Measured on CartPole float32 at 16384 envs (serial ``step_no_reset`` loop): 225M
-steps/s where the arrays sat within 144 bytes of each other modulo 4 KiB, against 350M where
-the allocator happened to spread them (the same code, engines made one after another).
+array falls into the same few sets of the L1 cache (64 sets of 64 bytes, 8 ways on common
+x86-64 cores) and shares the low 12 address bits that the CPU uses to match loads with
+earlier stores ("4K aliasing"). With more arrays than ways the loop evicts its own lines
+every step, and the same code runs fast or slow depending on where the allocator happened
+to put the arrays.
 
 ``zeros``, ``ones`` and ``full`` place array ``k`` of the process (counted across calls) at
 offset ``(k * 17 * 64) mod 4096`` from a page boundary: successive arrays are 1088 bytes apart

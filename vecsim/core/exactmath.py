@@ -5,7 +5,8 @@
     ``pow(x, 2.0)`` (``powf`` for ``np.float32``). glibc's ``pow`` is not correctly rounded:
     for about 1 value in 1,000 its result is one ulp away from ``x * x``. Numba's ``x ** 2``
     and ``math.pow(x, 2.0)`` compile to ``x * x`` (LLVM rewrites ``pow`` with a constant
-    exponent), so a game that must match Gymnasium bit for bit calls the library function.
+    exponent), so a game that must match Gymnasium bit for bit calls the library function
+    (see docs/numba-workarounds.md).
     It is registered with LLVM under a private name (``vecsim_libm_pow``) that LLVM does not
     recognise as a library call. Compiled code refers to it by name, so it is cached on disk
     like any other kernel; the name is registered when this module is imported, before any
@@ -19,22 +20,20 @@
     ``2**-60`` relative (the square of ``x`` exactly by Dekker's product, the Taylor series
     summed after the leading term), so the correctly rounded result is known unless the exact
     value lies near the midpoint between two doubles. glibc is not correctly rounded
-    everywhere: its sin is off by up to 0.518 ulp (its own bound; 0.516 seen here against
-    ``long double`` references over 4e8 arguments), its cos by up to 0.501 seen, and only where
-    the exact value is that close to a midpoint. So a value is ``sure`` when its distance from
-    the nearest midpoint exceeds this code's own error bound plus a margin: 0.015 ulp for sin
-    below 0.126 (glibc's Taylor path, 0.0068 seen), 0.03 ulp above (0.0156 seen), 0.005 ulp
-    for cos (0.001 seen). Outside the range, for NaN and for a power of two, ``sure`` is
-    False. Of arguments uniform on ``|x| < 0.21`` about 6% come back unsure (4% on 0.05). ``LIBM_IS_GLIBC``
-    says whether the margins apply (they were measured on glibc 2.36; sin and cos are the same
-    code from 2.28 on, and older versions round correctly); elsewhere a game calls libm.
+    everywhere: its sin is off by up to 0.518 ulp (its own bound), its cos by slightly more
+    than half an ulp, and only where the exact value is that close to a midpoint. So a value
+    is ``sure`` when its distance from the nearest midpoint exceeds this code's own error
+    bound plus a margin above glibc's largest error measured against higher-precision
+    references: 0.015 ulp for sin below 0.126 (glibc's Taylor path), 0.03 ulp above, 0.005
+    ulp for cos. Outside the range, for NaN and for a power of two, ``sure`` is False.
+    ``LIBM_IS_GLIBC`` says whether the margins apply (sin and cos are the same code from
+    glibc 2.28 on, and older versions round correctly); elsewhere a game calls libm.
 ``cos_wide``
     ``(cos x, sure)`` the same way for ``|x| <= 4`` (MountainCar's ``cos(3 * position)``):
     ``x`` less the nearest multiple of pi/2 (pi/2 in four parts, the result in two doubles),
     then the series of sin or cos with their leading terms in double-double arithmetic. glibc's
-    cos there was off by up to 0.5154 ulp over 4.2e7 arguments checked against ``mpmath`` at
-    130 bits (0.5032 below 0.855, 0.5042 from 2.426; its sin bound is 0.518): the margin is
-    0.03 ulp. About 6.5% of arguments on MountainCar's [-3.6, 1.8] come back unsure.
+    cos there stays within its sin bound of 0.518 ulp; the margin, 0.03 ulp, is above its
+    largest error measured against ``mpmath``.
 """
 
 from __future__ import annotations
@@ -209,7 +208,7 @@ _TWENTYFOURTH_HI, _TWENTYFOURTH_LO = _double_double(Fraction(1, 24))
 # on |r| <= pi/4 the first term left out is below 2**-70 of the result
 _SW5, _SW7, _SW9, _SW11, _SW13, _SW15, _SW17, _SW19, _SW21 = ((-1.0) ** k / math.factorial(2 * k + 1) for k in range(2, 11))
 _CW6, _CW8, _CW10, _CW12, _CW14, _CW16, _CW18, _CW20 = ((-1.0) ** k / math.factorial(2 * k) for k in range(3, 11))
-_COS_WIDE_MARGIN = 0.03  # ulp: glibc's cos on [-4, 4] was off by up to 0.0154 ulp beyond 0.5 (see above)
+_COS_WIDE_MARGIN = 0.03  # ulp: above glibc's largest measured excess over 0.5 ulp on [-4, 4] (see above)
 
 
 @exact(inline="always")

@@ -1,10 +1,11 @@
 """Vectorisable float32 trigonometry for ``precision="float32"`` kernels.
 
 Numba calls libm for ``math.sin``/``math.cos``; those calls never vectorise (llvmlite ships
-no SVML), so a loop over envs that uses them runs one env at a time. These polynomials are
-plain arithmetic that LLVM turns into SIMD code. Range reduction is Cody-Waite in three parts
-to the nearest multiple of pi/2; the polynomials on [-pi/4, pi/4] are the single-precision
-minimax fits of Cephes ``sinf``/``cosf`` (S. L. Moshier), accurate to about 1 ulp there.
+no SVML: see docs/numba-workarounds.md), so a loop over envs that uses them runs one env at a
+time. These polynomials are plain arithmetic that LLVM turns into SIMD code. Range reduction
+is Cody-Waite in three parts to the nearest multiple of pi/2; the polynomials on [-pi/4, pi/4]
+are the single-precision minimax fits of Cephes ``sinf``/``cosf`` (S. L. Moshier), accurate to
+about 1 ulp there.
 """
 
 from __future__ import annotations

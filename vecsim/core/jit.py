@@ -7,15 +7,15 @@ defined here, so cache, GIL and floating-point policy are uniform:
   machine code from disk, callees included. Per-env game functions and helpers are not
   cached on their own: Numba's cache does not notice when a callee changes, so a cached
   callee could go stale; the kernel module's file name carries a hash of every source it
-  depends on instead (see ``vecsim.engine.codegen``).
+  depends on instead (see ``vecsim.engine.codegen`` and docs/numba-workarounds.md).
 * ``nogil=True``: kernels release the GIL, so stepping can overlap inference in threads.
 * ``error_model="numpy"``: division by zero gives ``inf``/``nan`` as NumPy does, with no
   per-division Python exception check.
 * ``_nrt=False``: no reference counting. A per-env function that reads an array out of
   the ``State`` tuple would otherwise increment and decrement its reference count for every
-  env (measured: 5-30x slower, and atomic contention between threads). The price: kernels
-  never allocate; scratch space lives in the game's ``State``. That is also the rule "no
-  allocation per step".
+  env (many times slower, and atomic contention between threads; see
+  docs/numba-workarounds.md). The price: kernels never allocate; scratch space lives in the
+  game's ``State``. That is also the rule "no allocation per step".
 * ``exact`` kernels use no fast-math flag at all: the float64 physics must match
   Gymnasium bit for bit, and FMA contraction or reassociation would change the last bit.
 * ``fast`` kernels (``precision="float32"``) use ``FAST_MATH``. It keeps NaN/Inf semantics

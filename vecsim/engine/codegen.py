@@ -1,14 +1,14 @@
 """Instantiate the kernel templates for one game and precision, as cached modules on disk.
 
-``_batch_template.py`` gives the engine's batched kernels; ``_collect_template.py`` the
-episode-collection kernel of an in-kernel policy; ``_collect_step_template.py`` the per-step
+``templates/batch.py`` gives the engine's batched kernels; ``templates/collect.py`` the
+episode-collection kernel of an in-kernel policy; ``templates/collect_step.py`` the per-step
 collection kernels of ``EpisodeCollector``'s other policies.
 
 The generated file's name carries a hash of everything its machine code depends on: the
 template, the game's source files, the engine's kernel helpers and the Numba version. Numba's
 own cache checks only the timestamp of the file that holds a kernel, not of the functions it
 calls; with the hash in the name, a change to a game's rules gives a new file and a fresh
-compile instead of stale machine code.
+compile instead of stale machine code (see docs/numba-workarounds.md).
 
 The folder is ``$VECSIM_CACHE_DIR`` if set, else ``~/.cache/vecsim``, else a folder under the
 system temporary directory.
@@ -55,9 +55,9 @@ def cache_dir() -> pathlib.Path:
     for path in candidates:
         try:
             path.mkdir(parents=True, exist_ok=True)
-            # A probe of this process's own: with one shared name, two processes starting at
-            # once (`vecsim warmup --jobs 2`) could delete each other's probe, and the loser
-            # took the next folder, compiling its kernels into a cache nobody asked for.
+            # A probe of this process's own: with a shared name, two processes starting at
+            # once (`vecsim warmup --jobs 2`) could delete each other's probe, and one would
+            # fall through to the next folder and compile into a cache nobody asked for.
             fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=path)
             os.close(fd)
             os.unlink(probe)
@@ -82,6 +82,11 @@ def _function_names(game: GameSpec, precision: str, functions) -> tuple[str, str
     return chosen.get(step, step), chosen.get("write_mask", "write_mask")
 
 
+def _default_functions(game: GameSpec, functions):
+    """``functions``, or for ``None`` the game's ``kernel_functions`` at its default constants."""
+    return game.kernel_functions(game.params_cls()) if functions is None else tuple(functions)
+
+
 def _render_contract_calls(text: str, game: GameSpec, mask_fn: str, functions) -> str:
     """``text`` with ``MASK_FN`` and ``ACTION_OK(p, actions, i)`` bound to the game's functions,
     or to the contract's defaults the reader chose (``GameSpec.kernel_functions``)."""
@@ -101,13 +106,14 @@ def _variant_tag(functions) -> str:
     return "".join(f"_{stand_in}" for _, stand_in in functions)
 
 
-def render_source(game: GameSpec, precision: str, discrete: bool, functions=(), tables=None) -> str:
+def render_source(game: GameSpec, precision: str, discrete: bool, functions=None, tables=None) -> str:
     """The source text of the kernel module for ``game`` at ``precision``; ``discrete`` says
     whether its actions are ``Discrete`` (narrowed to int32 for the step loops) or ``Box``;
     ``functions``: the stand-ins ``GameSpec.kernel_functions`` chose for the batch; ``tables``:
     the ``table_specs`` of the arrays of each kernel's address table, by table name
     (``step_table``, ``reset_table``; see ``render_table_views``), or None to leave the
     ``# VIEWS OF`` lines as they are (a source to read, not to compile)."""
+    functions = _default_functions(game, functions)
     mod = game.module
     fields = list(game.state_cls._fields)
     n_params = len(game.params_cls._fields)
@@ -121,9 +127,8 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=(), 
         part = re.sub(r"_MODE\b", f"_{mode}", part)
         if mode == "parallel" or game.hints.envs_per_call > 1:
             # Distinct views (vecsim.engine.views.c_distinct_array_at) let LLVM vectorise the serial
-            # step loop over envs, and cost compile time (CartPole's serial step kernel 0.7 s).
-            # Numba marks the arrays of a prange body noalias itself, and a game stepped in runs
-            # of envs (Tetris: 3.5 s more, no faster) has no loop to vectorise: plain views.
+            # step loop over envs, and cost compile time. Numba marks the arrays of a prange body
+            # noalias itself, and a game stepped in runs of envs has no loop to vectorise: plain views.
             part = part.replace("# VIEWS OF step_table", "# PLAIN VIEWS OF step_table")
         if mode == "serial":
             # A serial kernel's plain views promise LLVM nothing, so its argument needs no
@@ -157,9 +162,9 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=(), 
     return _pad_signatures(text if tables is None else render_table_views(text, tables))
 
 
-#: Numba 0.68's dispatcher leaks about 200 bytes per call of a function called with exactly
-#: this many arguments (found by tests/test_no_alloc.py; a plain 20-argument function shows
-#: it too). A kernel whose signature would have this many parameters gets one more.
+#: Numba's dispatcher leaks memory on every call of a function with exactly this many
+#: arguments (tests/engine/test_no_alloc.py catches it): a kernel whose signature would have
+#: this many parameters gets one more (see docs/numba-workarounds.md).
 LEAKY_ARG_COUNT = 20
 
 
@@ -221,9 +226,10 @@ def _policy_location(policy) -> tuple[str, str, str]:
     return module_name, name, inspect.getfile(module)
 
 
-def _substitute_game(text: str, game: GameSpec, precision: str, functions=()) -> str:
+def _substitute_game(text: str, game: GameSpec, precision: str, functions=None) -> str:
     """``text`` with the game's module, state fields, constants, step and mask functions (or
     the stand-ins ``functions`` chose) and precision."""
+    functions = _default_functions(game, functions)
     mod = game.module
     fast = precision == "float32" and game.has("step_env_fast")
     pre_step = "_game.pre_step_env" if game.has("pre_step_env") and not fast else "no_pre_step"
@@ -247,10 +253,9 @@ def address_table(arrays) -> np.ndarray:
     from which a kernel rendered with their ``table_specs`` rebuilds them (see
     ``render_table_views``). The caller must keep the arrays alive as long as the table is used.
 
-    Why: Numba's dispatch unboxes every array argument from Python, about 45 ns each (19
-    arrays: about 950 ns a call, against 175 ns for three), while views rebuilt from
-    addresses in compiled code cost nearly nothing; at 16 CartPole envs that was a fifth of
-    a ``step_no_reset`` loop."""
+    Why: Numba's dispatch unboxes every array argument from Python on every call, while
+    views rebuilt from addresses in compiled code cost nearly nothing; for a small batch the
+    unboxing would outweigh the step (see docs/numba-workarounds.md)."""
     table = np.zeros((len(arrays), TABLE_COLUMNS), dtype=np.int64)
     for k, arr in enumerate(arrays):
         if arr.ndim > TABLE_COLUMNS - 1 or not (arr.flags.c_contiguous or arr.flags.f_contiguous):
@@ -331,9 +336,10 @@ def render_table_views(text: str, tables: dict) -> str:
     return _TABLE_OVERLAPS.sub(overlaps, text)
 
 
-def load_collect_kernel(game: GameSpec, precision: str, policy, functions=()):
+def load_collect_kernel(game: GameSpec, precision: str, policy, functions=None):
     """The cached episode-collection kernel of ``game`` with the jitted ``policy`` and the
     stand-ins ``functions`` (``GameSpec.kernel_functions``) inside."""
+    functions = _default_functions(game, functions)
     module_name, name, source_file = _policy_location(policy)
     key = (game.module.__name__, precision, module_name, name, tuple(functions))
     with _LOCK:
@@ -361,9 +367,10 @@ def _keep_one(text: str, per_env: str, runs: str, per_call: int) -> str:
     return re.sub(r"\bRUN_LENGTH\b", str(per_call), text)
 
 
-def render_collect_step_source(game: GameSpec, precision: str, discrete: bool, functions=()) -> str:
+def render_collect_step_source(game: GameSpec, precision: str, discrete: bool, functions=None) -> str:
     """The source text of the per-step collection kernels of ``game`` at ``precision`` for its
     ``Discrete`` (``discrete=True``) or ``Box`` actions, with the stand-ins ``functions``."""
+    functions = _default_functions(game, functions)
     head, body, tail = _split_template(_COLLECT_STEP_TEMPLATE.read_text())
     variants = []
     for mode in ("serial", "parallel"):
@@ -374,10 +381,11 @@ def render_collect_step_source(game: GameSpec, precision: str, discrete: bool, f
     return _pad_signatures(re.sub(r"_KIND\b", f"_{'discrete' if discrete else 'box'}", text))
 
 
-def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool, functions=()):
+def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool, functions=None):
     """The cached per-step collection kernels of ``game`` (``advance_serial`` and
     ``advance_parallel``) for its ``Discrete`` (``discrete=True``) or ``Box`` actions, with
     the stand-ins ``functions`` (``GameSpec.kernel_functions``)."""
+    functions = _default_functions(game, functions)
     kind = "discrete" if discrete else "box"
     key = (game.module.__name__, precision, "collect_step", kind, tuple(functions))
     with _LOCK:
@@ -413,13 +421,13 @@ def _load_without_refresh(dispatcher) -> None:
     Numba's target context.
 
     Numba's ``Cache.load_overload`` refreshes the context before every load: on the first
-    load of a process that imports and installs every registry of Numba's implementations
-    (about 0.15 s, a third of a warm start) though rebuilding a cached library needs none
-    of them. It needs Numba's runtime (initialised here when it is not yet) and the symbols
-    that Numba's target context installs when it is created; a parallel kernel starts its
-    thread pool through its library's reload hooks. A cache miss compiles as usual, and
-    Numba's compiler refreshes the context itself. Where this Numba's cache lacks the
-    private methods used here, the dispatcher keeps Numba's own loading.
+    load of a process that imports and installs every registry of Numba's implementations,
+    a large part of a warm start, though rebuilding a cached library needs none of them
+    (see docs/numba-workarounds.md). It needs Numba's runtime (initialised here when it is
+    not yet) and the symbols that Numba's target context installs when it is created; a
+    parallel kernel starts its thread pool through its library's reload hooks. A cache miss
+    compiles as usual, and Numba's compiler refreshes the context itself. Where this Numba's
+    cache lacks the private methods used here, the dispatcher keeps Numba's own loading.
     """
     cache = getattr(dispatcher, "_cache", None)
     load = getattr(cache, "_load_overload", None)

@@ -60,12 +60,11 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
 
     The batched kernels call it once per env instead of calling the three functions: every
     call passes each ``State`` array's pointer, shape and strides by value, which for a game
-    of many arrays costs more than a small function's work (Tetris, 25 arrays: about 60 ns a
-    call, against 30 ns for its drop-mode mask). The step and the mask are inlined into this
-    function rather than into a kernel's prange body, where inlining them changed the parallel
-    kernel's results (Numba 0.68). One function per game, step, mask and precision, shared by every
-    kernel module; not cached on its own (kernels embed it, and their file names hash the
-    game's sources)."""
+    of many arrays costs more than a small function's work. The step and the mask are inlined
+    into this function rather than into a kernel's prange body, where inlining them changes
+    the parallel kernel's results (see docs/numba-workarounds.md). One function per game,
+    step, mask and precision, shared by every kernel module; not cached on its own (kernels
+    embed it, and their file names hash the game's sources)."""
     step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
     key = (game_module.__name__, step_name, mask_name, precision)
     with _FUSED_LOCK:
@@ -90,8 +89,9 @@ def pre_step_draft_run(game_module, precision: str):
     The batched step kernels call it once (serial) or once a run of envs (parallel) instead of
     calling the draft per env: LLVM declines to inline a draft as large as
     ``vecsim.core.exactmath.cos_wide`` into a kernel's loop, and Numba's own inlining into a
-    ``prange`` body dropped its stores (Numba 0.68). The loop reads and writes few arrays, so
-    LLVM's run-time overlap check stays cheap. One function per game and precision."""
+    ``prange`` body drops its stores (see docs/numba-workarounds.md). The loop reads and writes
+    few arrays, so LLVM's run-time overlap check stays cheap. One function per game and
+    precision."""
     key = (game_module.__name__, "pre_step_draft_run", precision)
     with _FUSED_LOCK:
         if key not in _FUSED:
@@ -124,7 +124,7 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
     the same results."""
     # The step and mask themselves are inlined into the loop, not an inlined step_and_write:
     # Numba copies an inlined function's IR at each site, and an inlined function that
-    # itself inlines the step would be copied whole once more (5 s more to compile Tetris).
+    # itself inlines the step would be copied whole once more (see docs/numba-workarounds.md).
     step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
     key = (game_module.__name__, step_name, mask_name, precision, "run")
     with _FUSED_LOCK:
@@ -164,13 +164,11 @@ def reset_and_write(game_module, mask_name: str = "write_mask"):
     observation first goes to ``final_obs`` and the step's reward, flags and events stay,
     with ``has_final`` set; ``final_obs`` is not touched otherwise.
 
-    One call per reset env instead of four, for the reason given in ``step_and_write`` (for
-    CartPole's six arrays the saving was within this machine's noise; games with many State
-    arrays gain more), and one place for a fresh episode's outputs instead of three copies in
-    the kernel template. One function for both kinds of reset: the step kernel's SAME_STEP
-    pass once called the game's functions itself, which compiled them once more (about 5 of
-    the 18 s to Tetris's first step). Compiled with the exact options whatever the precision:
-    resets draw in float64 either way."""
+    One call per reset env instead of four, for the reason given in ``step_and_write`` (games
+    with many State arrays gain most), and one place for a fresh episode's outputs instead of
+    three copies in the kernel template. One function for both kinds of reset, so that the
+    game's functions are compiled once for both. Compiled with the exact options whatever the
+    precision: resets draw in float64 either way."""
     key = (game_module.__name__, "reset_env", mask_name, "exact")
     with _FUSED_LOCK:
         if key not in _FUSED:

@@ -17,7 +17,7 @@ def _first_launch(out):
 def threading_layer() -> str:
     """The threading layer of Numba's parallel kernels in this process (``"omp"``, ``"tbb"``
     or ``"workqueue"``), known only once a parallel kernel has run: this runs a trivial one
-    (cached) when none has."""
+    (cached) when none has (see docs/numba-workarounds.md)."""
     try:
         return numba.threading_layer()
     except ValueError:  # no parallel kernel has run yet

@@ -89,7 +89,7 @@ def _array_at(layout: str, distinct: bool):
 #: keeps alive, with no reference count (``_nrt=False`` kernels build them; Numba's own
 #: ``carray`` needs its runtime). How kernels rebuild arrays from an address table
 #: (``vecsim.engine.codegen.address_table``): Numba's dispatch unboxes each array argument from
-#: Python at about 45 ns, a view built here costs nearly nothing.
+#: Python on every call, a view built here costs nearly nothing (see docs/numba-workarounds.md).
 c_array_at = _array_at("C", False)
 #: ``f_array_at``: the same for a Fortran-contiguous (column-major) array.
 f_array_at = _array_at("F", False)
@@ -97,10 +97,11 @@ f_array_at = _array_at("F", False)
 #: shares (not another view, not an argument). LLVM then needs no run-time overlap check
 #: before it runs a loop over envs on SIMD lanes; without it, it gives up on a loop that
 #: touches more than a handful of arrays, as every serial step loop does (Numba marks
-#: arguments ``noalias`` only in a ``prange`` body). The promise is the caller's to keep:
-#: ``vecsim.engine.codegen.table_specs`` marks an array distinct only when it overlaps no other,
-#: and a kernel checks its per-call array arguments against its distinct views
-#: (``address_of``) before it touches either. Broken, LLVM may reorder loads and stores.
+#: arguments ``noalias`` only in a ``prange`` body: see docs/numba-workarounds.md). The
+#: promise is the caller's to keep: ``vecsim.engine.codegen.table_specs`` marks an array
+#: distinct only when it overlaps no other, and a kernel checks its per-call array arguments
+#: against its distinct views (``address_of``) before it touches either. Broken, LLVM may
+#: reorder loads and stores.
 c_distinct_array_at = _array_at("C", True)
 #: ``f_distinct_array_at``: the same for a Fortran-contiguous (column-major) array.
 f_distinct_array_at = _array_at("F", True)
@@ -122,7 +123,7 @@ def address_of(typingctx, array):
 @njit(**EXACT_OPTIONS)
 def overlaps(a, b) -> bool:
     """Whether the data of the contiguous arrays ``a`` and ``b`` share a byte. Not inlined by
-    Numba (LLVM inlines it): a kernel calls it once per table row, and 20 inlined copies made
-    Numba's own passes over a parallel kernel seconds slower."""
+    Numba (LLVM inlines it): a kernel calls it once per table row, and Numba's passes over a
+    parallel kernel slow down with every inlined copy (see docs/numba-workarounds.md)."""
     lo_a, lo_b = address_of(a), address_of(b)
     return a.nbytes > 0 and b.nbytes > 0 and lo_a < lo_b + b.nbytes and lo_b < lo_a + a.nbytes

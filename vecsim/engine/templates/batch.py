@@ -6,15 +6,16 @@ mask functions (``STEP_ENV``, ``WRITE_MASK``: the contract's or the stand-ins it
 precision, writes the result as a real module
 in vecsim's cache folder, and imports it. A real file on disk is what lets Numba cache the
 kernels (a kernel that receives a jitted function as an argument, or a closure over one, is
-recompiled in every process). The section between the KERNELS markers is instantiated twice,
-``_serial`` and ``_parallel``: one body, two compilations, identical results.
+recompiled in every process: see docs/numba-workarounds.md). The section between the KERNELS
+markers is instantiated twice, ``_serial`` and ``_parallel``: one body, two compilations,
+identical results.
 
 The step and reset kernels take as arguments only what changes from call to call (mode,
 actions, the four step outputs; the reset mask's words and seed mode) and one int64 address
 table (``vecsim.engine.codegen.address_table``) of every other array: each ``# VIEWS OF <table>``
 line becomes one ``c_array_at``/``f_array_at`` view per array, in the table's row order, with
-the dtype and layout of the engine's arrays rendered in. Numba's dispatch unboxes an array
-argument at about 45 ns; a view built from an address costs nearly nothing. A view of an
+the dtype and layout of the engine's arrays rendered in. Numba's dispatch unboxes every array
+argument on every call; a view built from an address costs nearly nothing. A view of an
 array that shares no memory with the others is a ``c_distinct_array_at`` one, which lets LLVM
 put the serial kernel's step loop on SIMD lanes; the ``FIRST VIEW OF ... OVERLAPPING`` line
 checks the per-call array argument against them first (``vecsim.engine.codegen.render_table_views``).
@@ -58,7 +59,8 @@ from vecsim.core.rng import seed_env
 from vecsim.core.bits import ctz
 
 import GAME_MODULE as _game
-from GAME_MODULE import Params, State  # parfor lowering looks these names up here
+# Parfor lowering looks these names up here (see docs/numba-workarounds.md).
+from GAME_MODULE import Params, State
 
 OPTS_SERIAL = kernel_options("PRECISION", False)
 OPTS_PARALLEL = kernel_options("PRECISION", True)
@@ -76,7 +78,7 @@ _S56 = np.uint64(56)
 _step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
 # Its reset, fresh-episode outputs, observation and mask in one call (vecsim.engine.fusion.reset_and_write).
 # Its last argument is passed as np.bool_(...): literal True and False would type as two
-# signatures and compile it twice.
+# signatures and compile it twice (see docs/numba-workarounds.md).
 _reset_and_write = reset_and_write(_game, "WRITE_MASK")
 # The steps of a run of KernelHints.envs_per_call envs in one call (vecsim.engine.fusion.step_run_and_write).
 _step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
@@ -89,8 +91,8 @@ _DRAFT_RUN = 1024
 def point_outputs(step_table, obs, rewards, term, trunc):
     """Point the first four rows of a copy of the step table at new arrays of the outputs'
     shapes, dtypes and layouts (``Engine.step_mode_fresh``: the step writes into them). Numba
-    unboxes the four arrays here as it would for a kernel taking them; Python would need
-    about 0.8 us an address."""
+    unboxes the four arrays here as it would for a kernel taking them, cheaper than reading
+    each address from Python."""
     step_table[0, 0] = address_of(obs)
     step_table[1, 0] = address_of(rewards)
     step_table[2, 0] = address_of(term)
@@ -99,10 +101,10 @@ def point_outputs(step_table, obs, rewards, term, trunc):
 
 # Functions called from a prange body get the env index as np.uint64(i): Numba types the loop
 # index as int64 when it types the kernel and as uint64 when it compiles the parallel loop,
-# so a plain ``i`` compiles each callee twice (Tetris's collection kernel: 24 s more), and the
-# serial kernel's int64 once more. uint64 rather than int64: indexing with it needs no check
-# for negative indices (the int64 version of Tetris's collection ran 1.5-2.5% slower) and the
-# parallel loop keeps the type it had, so the step loop still vectorises.
+# so a plain ``i`` compiles each callee twice, and the serial kernel's int64 once more.
+# uint64 rather than int64: indexing with it needs no check for negative indices and the
+# parallel loop keeps the type it had, so the step loop still vectorises (see
+# docs/numba-workarounds.md).
 
 # KERNELS BEGIN
 
@@ -138,8 +140,8 @@ def step_MODE(mode, max_steps, actions, step_table):
         nbad += not ACTION_OK(p, actions, i)
         acts32[i] = actions[i]  # NARROW ACTIONS (kept only for Discrete actions)
     # was_done = needs_reset (here rather than in the step loop, which vectorises only with few
-    # arrays), counting the envs due for reset: 8 flags a word, both arrays being zero-padded
-    # to whole words (one flag at a time, this took half of the checks at 16384 envs).
+    # arrays), counting the envs due for reset: 8 flags a word rather than one at a time, both
+    # arrays being zero-padded to whole words.
     was_u64 = was_done.view(np.uint64)
     ndue = _ZERO
     for w in range(needs_u64.shape[0]):
@@ -220,7 +222,7 @@ def step_MODE(mode, max_steps, actions, step_table):
         # exactly what resetting instead of stepping would have. No such env (the check pass
         # counted them): no parallel launch, which in games of long episodes (Pendulum,
         # MountainCar, Acrobot) is nearly every step. (The serial kernel keeps its plain
-        # loop: with this return LLVM laid out Acrobot's serial float32 kernel 8% slower.)
+        # loop: this early return makes LLVM lay out a serial kernel worse.)
         if PARALLEL_MODE and nfinished == 0:
             return OK, -1
         for w in prange(was_u64.shape[0]):
@@ -258,8 +260,7 @@ def step_MODE(mode, max_steps, actions, step_table):
 def reset_MODE(words, seed_mode, seed, reset_table):
     """Reset the envs whose bit is set in ``words``; returns -1, or without resetting any env
     the row of the table whose array shares memory with ``words``. Plain views: the loop
-    visits a few envs at random (distinct views reset 8% faster at 4096 CartPole envs and
-    compiled 0.45 s longer).
+    visits a few envs at random, where distinct views gain little for their compile time.
 
     seed_mode 0: continue each env's stream; 1: env i gets seed ``seed + i``;
     2: env i gets ``seeds[i]`` where that is >= 0 and continues its stream otherwise.

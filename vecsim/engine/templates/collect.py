@@ -1,9 +1,10 @@
 """Template of the episode-collection kernel for an in-kernel (jitted) policy.
 
 Never imported. ``vecsim.engine.codegen.load_collect_kernel`` substitutes the game module (and
-the stand-ins its ``kernel_functions`` chose), the policy's module and name, the state fields and the precision, writes the result into vecsim's
-cache folder and imports it, so the kernel is cached on disk like the batched kernels (a
-jitted function passed as an argument would be recompiled in every process).
+the stand-ins its ``kernel_functions`` chose), the policy's module and name, the state fields
+and the precision, writes the result into vecsim's cache folder and imports it, so the kernel
+is cached on disk like the batched kernels (a jitted function passed as an argument would be
+recompiled in every process: see docs/numba-workarounds.md).
 
 Slot ``w`` of ``W`` plays jobs ``w, w + W, w + 2W, ...`` to the end, entirely inside the
 kernel: the policy, the step, the observation and the mask of every step, with no Python
@@ -20,7 +21,8 @@ from vecsim.core.jit import kernel_options
 from vecsim.core.rng import seed_env
 
 import GAME_MODULE as _game
-from GAME_MODULE import Params, State  # parfor lowering looks these names up here
+# Parfor lowering looks these names up here (see docs/numba-workarounds.md).
+from GAME_MODULE import Params, State
 from POLICY_MODULE import POLICY_NAME as _policy
 
 OPTS = kernel_options("PRECISION", True)
@@ -37,10 +39,9 @@ def _play_slot(s, p, w, seeds, max_steps, env_max_steps, obs_out, act_out, rew_o
     """Slot ``w`` plays jobs ``w, w + W, w + 2W, ...`` (``W`` slots) to the end.
 
     One call a slot, with the policy and the step inlined: a call passes every ``State``
-    array by value (pointer, shape, strides), and two calls a step (policy, then step) made
-    Tetris with the Dellacherie agent 1.07x slower. Not in the prange body itself, where
-    inlining the step changed the parallel kernel's results (Numba 0.68; see
-    vecsim.engine.fusion.step_and_write)."""
+    array by value (pointer, shape, strides), which two calls a step (policy, then step)
+    would pay twice. Not in the prange body itself, where inlining the step changes the
+    parallel kernel's results (see docs/numba-workarounds.md)."""
     n_jobs = seeds.shape[0]
     n_slots = actions.shape[0]
     obs_dim = obs.shape[1]
@@ -103,6 +104,6 @@ def collect(seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out
     job ``j``, ``bad[w] = (j + 1, a)`` and that slot stops (``bad[w, 0] == 0``: no error)."""
     for w in prange(actions.shape[0]):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        # np.uint64(w): a plain prange index compiles the callee twice (see _batch_template.py).
+        # np.uint64(w): a plain prange index compiles the callee twice (see templates/batch.py).
         _play_slot(s, p, np.uint64(w), seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out, term_out,
                    len_out, mask_out, bad, actions, obs, masks, events, rng)

@@ -1,13 +1,15 @@
 """Template of the per-step collection kernels, for policies that run outside the kernel.
 
-Never imported. ``vecsim.engine.codegen.load_collect_step_kernels`` substitutes the game module (and
-the stand-ins its ``kernel_functions`` chose), the state fields, the precision and the action kind (``discrete`` or ``box``), writes the result
-into vecsim's cache folder and imports it, so the kernels are cached on disk like the batched
-kernels. The section between the KERNELS markers is instantiated twice, ``_serial`` and
-``_parallel``: one body, two compilations, identical results (each slot touches only its own
-state row, its own RNG row and the rows of its own job). Only the step of the running slots
-and the start of many jobs at once run in parallel: the job hand-out is serial (jobs go to
-slots in slot order), and so are the packing and the start of the few jobs of a usual step.
+Never imported. ``vecsim.engine.codegen.load_collect_step_kernels`` substitutes the game module
+(and the stand-ins its ``kernel_functions`` chose), the state fields, the precision and the
+action kind (``discrete`` or ``box``), writes the result into vecsim's cache folder and imports
+it, so the kernels are cached on disk like the batched kernels (see
+docs/numba-workarounds.md). The section between the KERNELS markers is instantiated twice,
+``_serial`` and ``_parallel``: one body, two compilations, identical results (each slot
+touches only its own state row, its own RNG row and the rows of its own job). Only the step
+of the running slots and the start of many jobs at once run in parallel: the job hand-out is
+serial (jobs go to slots in slot order), and so are the packing and the start of the few jobs
+of a usual step.
 
 ``advance_MODE`` does all of ``EpisodeCollector``'s bookkeeping between two policy calls:
 it takes the actions of the running slots (given by the policy, read from an action table,
@@ -43,7 +45,8 @@ from vecsim.engine.fusion import step_and_write, step_parts
 from vecsim.core.rng import mix64, randint, seed_env, uniform
 
 import GAME_MODULE as _game
-from GAME_MODULE import Params, State  # parfor lowering looks these names up here
+# Parfor lowering looks these names up here (see docs/numba-workarounds.md).
+from GAME_MODULE import Params, State
 
 OPTS_SERIAL = kernel_options("PRECISION", False)
 OPTS_PARALLEL = kernel_options("PRECISION", True)
@@ -278,7 +281,7 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
                             term_out, len_out, mask_out, lp_out, val_out, actions, obs, masks, events, rng)
             # SLOT RUNS END
             # PER SLOT BEGIN (kept for games with KernelHints.envs_per_call = 1: faster for CartPole's small
-            # state, 1.15x at 256 slots, than runs of 16; the body is _step_slots')
+            # state than runs of 16; the body is _step_slots')
             for r in prange(n_run):
                 w = run[r]
                 j = job_of[w]
