@@ -25,6 +25,7 @@ import numpy as np
 
 import vecsim
 from vecsim.bench import measure as bench
+from vecsim.bench.load import BUSY_NICE
 
 
 class Progress:
@@ -487,6 +488,33 @@ def _operant_peer(python):
         raise SystemExit(f"vecsim bench: {exc}") from None
 
 
+def _competing_load(args, progress: Progress):
+    """A context that keeps ``args.load`` busy processes (each in a session of its own, at nice
+    19) and ``args.load_threads`` busy NumPy threads running while the cells are measured, and
+    stops them however the block ends (an error, Ctrl-C)."""
+    import contextlib
+
+    from vecsim import load
+
+    stack = contextlib.ExitStack()
+    if args.load or args.load_threads:
+        progress.show(f"starting {args.load} busy processes and {args.load_threads} busy threads")
+        with contextlib.ExitStack() as starting:  # a failed start stops what had started
+            starting.enter_context(load.BusyProcesses(args.load))
+            starting.enter_context(load.BusyThreads(args.load_threads))
+            stack = starting.pop_all()
+    return stack
+
+
+def _load_line(args) -> str:
+    if not (args.load or args.load_threads):
+        return "load: none (other programs on this machine aside)."
+    procs = f"{args.load} busy Python process{'es' if args.load != 1 else ''}"
+    threads = f"{args.load_threads} thread{'s' if args.load_threads != 1 else ''}"
+    return (f"load: {procs} at nice {BUSY_NICE}, each in a session of its own, and {threads} of this process "
+            f"multiplying 256x256 float32 matrices (NumPy), running while every cell was measured.")
+
+
 def cmd_bench(args) -> int:
     games = _game_list(args.games)
     # Tetris-v0 has its own table: steps/s per action mode, against tetris-gymnasium's JAX env.
@@ -518,23 +546,24 @@ def cmd_bench(args) -> int:
         _warmup_timed(game_id)
         progress.advance()
     results = {}
-    try:
-        for game_id, n, impl, precision in tasks:
-            progress.show(f"{_short(game_id)} num_envs={n} {impl}" + (f" {precision}" if precision else ""))
-            if impl == bench.OPERANT:
-                ref = bench.reference_id(game_id)
-                rate = None if ref is None else operant.measure(ref, n, args.seconds, args.repeats)
-            else:
-                rate = bench.measure(impl, game_id, n, precision or "float64", args.seconds, args.repeats)
-            results[game_id, n, impl, precision] = rate
+    with _competing_load(args, progress):
+        try:
+            for game_id, n, impl, precision in tasks:
+                progress.show(f"{_short(game_id)} num_envs={n} {impl}" + (f" {precision}" if precision else ""))
+                if impl == bench.OPERANT:
+                    ref = bench.reference_id(game_id)
+                    rate = None if ref is None else operant.measure(ref, n, args.seconds, args.repeats)
+                else:
+                    rate = bench.measure(impl, game_id, n, precision or "float64", args.seconds, args.repeats)
+                results[game_id, n, impl, precision] = rate
+                progress.advance()
+        finally:
+            if operant:
+                operant.close()
+        for game_id, n, impl in tetris_tasks:
+            progress.show(f"{_short(game_id)} num_envs={n} {impl}")
+            results[_tetris_key(impl, n, game_id)] = bench.measure_tetris(impl, n, args.seconds, args.repeats)
             progress.advance()
-    finally:
-        if operant:
-            operant.close()
-    for game_id, n, impl in tetris_tasks:
-        progress.show(f"{_short(game_id)} num_envs={n} {impl}")
-        results[_tetris_key(impl, n, game_id)] = bench.measure_tetris(impl, n, args.seconds, args.repeats)
-        progress.advance()
     progress.finish()
 
     if games:
@@ -578,9 +607,11 @@ def cmd_bench(args) -> int:
         if games:
             print()
         _print_tetris(tetris, args, results, with_peer)
+    print(_load_line(args))
     print(_machine_line())
     if args.json:
         record = {"machine": _machine(), "seconds": args.seconds, "repeats": args.repeats,
+                  "load": args.load, "load_threads": args.load_threads,
                   "results": [{"game": g, "num_envs": n, "impl": impl, "precision": p, "steps_per_s": v}
                               for (g, n, impl, p), v in results.items()]}
         if tetris:
@@ -627,6 +658,18 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def _load_count(text: str) -> int:
+    from vecsim.bench.load import MAX_LOAD
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an int in [0, {MAX_LOAD}], got {text!r}") from None
+    if not 0 <= value <= MAX_LOAD:
+        raise argparse.ArgumentTypeError(f"must be an int in [0, {MAX_LOAD}], got {text}")
     return value
 
 
@@ -699,6 +742,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measure operant in this Python (one with numpy and operant installed; on Linux operant's "
                         "only wheel is for CPython 3.8), side by side with vecsim; default: $VECSIM_OPERANT_PYTHON, "
                         "else operant in this Python if it imports")
+    b.add_argument("--load", type=_load_count, default=0, metavar="N",
+                   help="measure with N busy-loop processes running, each in a session of its own (as a job "
+                        "started from another terminal) at the lowest priority, stopped when the bench ends "
+                        "(default: %(default)s)")
+    b.add_argument("--load-threads", type=_load_count, default=0, metavar="M",
+                   help="measure with M threads of this process multiplying matrices with NumPy (a learner beside "
+                        "the envs) (default: %(default)s)")
     b.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     b.set_defaults(func=cmd_bench)
     return parser

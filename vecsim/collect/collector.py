@@ -26,9 +26,10 @@ import numpy as np
 from gymnasium import spaces
 
 import vecsim
+from vecsim.core.rng import MAX_SEED
+from vecsim.engine.chooser import KernelChooser, adapt_enabled, numba_threads
 from vecsim.engine.codegen import load_collect_kernel, load_collect_step_kernels
 from vecsim.engine.engine import _is_int, check_seed, parallel_min_envs
-from vecsim.core.rng import MAX_SEED
 
 __all__ = ["EpisodeBatch", "EpisodeCollector", "PolicyError"]
 
@@ -320,9 +321,13 @@ class EpisodeCollector:
         self._parallel = parallel
         # Many-thread thresholds (a calibration's for this thread count where there is one): on
         # one thread these kernels stay serial (see _run).
-        threshold = parallel_min_envs(eng.game, w, eng.precision, threads=max(2, numba.get_num_threads()),
+        threshold = parallel_min_envs(eng.game, w, eng.precision, threads=max(2, numba_threads()),
                                       collect=True)
         self._parallel_min = sys.maxsize if threshold is None else threshold
+        # As the engine's (vecsim.engine.chooser): steps that the batch size gives to the parallel
+        # kernel run serially while that is faster (other work keeping the cores busy).
+        self._chooser = (KernelChooser() if parallel == "auto" and threshold is not None and w >= threshold
+                         and adapt_enabled() else None)
         self._ctl = np.zeros(kern.N_CTL, dtype=np.int64)
         self._job_of = np.full(w, -1, dtype=np.int64)
         self._step_of = np.zeros(w, dtype=np.int64)
@@ -564,10 +569,13 @@ class EpisodeCollector:
         ask = source == kern.SOURCE_POLICY
         N_RUN, N_ENDED, FINISHED, STATUS = kern.N_RUN, kern.N_ENDED, kern.FINISHED, kern.STATUS
         serial, parallel = kern.advance_serial, kern.advance_parallel
+        chooser = None
         if self._parallel != "auto":
             serial = parallel = parallel if self._parallel else serial
-        elif numba.get_num_threads() < 2:
+        elif numba_threads() < 2:
             parallel = serial
+        else:
+            chooser = self._chooser
         while True:
             if stop is not None and stop.is_set():
                 raise _Cancelled
@@ -579,8 +587,15 @@ class EpisodeCollector:
                     if extras:
                         slots.add_extras(self.max_steps)
                     tail = packed()
-            advance = parallel if (running or min(w, n)) >= self._parallel_min else serial
-            advance(source, n_iters, *head, given, log_probs, values, *tail)
+            slots_run = running or min(w, n)
+            if chooser is not None and slots_run >= self._parallel_min:
+                clock = chooser.clock
+                start = clock()
+                (parallel if chooser.parallel else serial)(source, n_iters, *head, given, log_probs, values, *tail)
+                chooser.observe(clock() - start, slots_run * n_iters)
+            else:
+                advance = parallel if slots_run >= self._parallel_min else serial
+                advance(source, n_iters, *head, given, log_probs, values, *tail)
             if ctl[STATUS]:
                 self._raise_bad_action(first_job, raw)
             if ctl[N_ENDED]:
@@ -618,7 +633,7 @@ class EpisodeCollector:
         except ValueError:
             return  # the next request reports it
         pending = _Pending(n, first, self._slot_set(n))
-        threads = max(1, numba.get_num_threads() - 1)
+        threads = max(1, numba_threads() - 1)
 
         def work():
             try:

@@ -10,19 +10,20 @@ from __future__ import annotations
 import numbers
 import os
 import pathlib
+import sys
 
-import numba
 import numpy as np
 from gymnasium import spaces
 
 from vecsim.core import buffers as placed
+from vecsim.core.rng import MAX_SEED
 from vecsim.engine import tuning
+from vecsim.engine.chooser import KernelChooser, adapt_enabled, numba_threads
 from vecsim.engine.codegen import address_table, load_kernels, table_specs
 from vecsim.engine.game import GameSpec
-from vecsim.engine.threads import threading_layer
 from vecsim.engine.reset_mask import ResetMask
-from vecsim.core.rng import MAX_SEED
 from vecsim.engine.step_result import StepResult
+from vecsim.engine.threads import threading_layer
 
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 _OK, _BAD_ACTION, _FINISHED_ENV, _ILLEGAL_ACTION, _ALIASED_ARRAY = 0, 1, 2, 3, 4
@@ -66,7 +67,8 @@ def _per_precision(value, precision: str, what: str, default):
 def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: str = "float64",
                       threads: int | None = None, calibrated: bool = True, collect: bool = False) -> int | None:
     """Batch size from which ``parallel="auto"`` picks the parallel kernel for ``game`` in
-    ``precision`` when Numba runs ``threads`` threads (default: ``numba.get_num_threads()``),
+    ``precision`` when Numba runs ``threads`` threads (default: ``numba_threads()``, the
+    calling thread's count, found without starting Numba's threads),
     or ``None`` where the serial kernel always wins.
 
     ``VECSIM_PARALLEL_THRESHOLD`` if set; else the size ``vecsim calibrate`` measured for this
@@ -99,7 +101,7 @@ def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: st
         return value
     mod = game.module
     if threads is None:
-        threads = numba.get_num_threads()
+        threads = numba_threads()
     own_collect = collect and threads > 1 and hasattr(mod, "COLLECT_PARALLEL_MIN_ENVS")
     if own_collect:
         base = _per_precision(mod.COLLECT_PARALLEL_MIN_ENVS, precision, "COLLECT_PARALLEL_MIN_ENVS",
@@ -223,8 +225,12 @@ class Engine:
         parallel from ``parallel_min_envs`` envs: the game's ``PARALLEL_MIN_ENVS`` (where a
         thread's share of the work outweighs a launch, measured per game and precision; run
         ``vecsim calibrate`` to measure them on your machine), or with a single Numba thread
-        its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (no game has one: serial). Results are
-        identical either way.
+        its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (no game has one: serial). From that size on,
+        with two threads or more, it also times the step calls and falls back to the serial
+        kernels while they are faster, as when other processes or threads keep the cores
+        busy, and back to the parallel ones once those win again (``kernel_chooser``,
+        ``vecsim.engine.chooser``; ``VECSIM_ADAPT=0`` turns that off). Results are identical
+        either way.
     buffers : dict, optional
         Caller-owned output arrays, written in place (zero-copy into rollout storage):
         ``obs`` (num_envs, obs_dim) of the observation dtype, ``rewards`` (num_envs,) float64
@@ -328,8 +334,9 @@ class Engine:
         kernels = load_kernels(game, precision, self._discrete, self.kernel_functions,
                                tables={"step_table": table_specs(self._step_arrays),
                                        "reset_table": table_specs(self._reset_arrays)})
+        threads = numba_threads()  # a serial engine leaves Numba's thread pool unstarted
         if parallel == "auto":
-            threshold = parallel_min_envs(game, n, precision, numba.get_num_threads())
+            threshold = parallel_min_envs(game, n, precision, threads)
             self.parallel = threshold is not None and n >= threshold
         else:
             self.parallel = bool(parallel)
@@ -337,6 +344,12 @@ class Engine:
         self._kernels = kernels
         self._step_kernel = getattr(kernels, f"step_{suffix}")
         self._min_parallel_resets = PARALLEL_MIN_RESETS * launch_factor() if self.parallel else 0
+        #: The online choice between the parallel and the serial step kernels
+        #: (``vecsim.engine.chooser.KernelChooser``) of an engine that ``parallel="auto"`` made
+        #: parallel on two threads or more, else ``None`` (the kernels stay as chosen).
+        self.kernel_chooser = None
+        if parallel == "auto" and self.parallel and threads > 1 and adapt_enabled():
+            self.kernel_chooser = KernelChooser(self._use_parallel)
         self._observe_kernel = getattr(kernels, f"observe_{suffix}")
         self._observe_args = (self.obs, self.masks, P) + state
         if f"observe_{suffix}" in kernels.PADDED:
@@ -352,6 +365,7 @@ class Engine:
         # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more, times the threading
         # layer's launch_factor (_reset_envs_kernel).
         self._reset_sparse_kernel = kernels.reset_serial
+        self._parallel_resets = self._min_parallel_resets
         self._fills_rows = bool(game.hints.write_obs_fills_row)
         self._fresh_specs = ((self.obs.shape, self.obs.dtype, "F" if self.obs.flags.f_contiguous else "C"),
                              n, self.rewards.dtype)
@@ -363,6 +377,23 @@ class Engine:
                             for key, field in game.info_fields(self.params_scalar).items()}
         self.result = StepResult(self.obs, self.rewards, self.terminals, self.truncations, self.masks,
                                  self.events, self.event_names, self.info_arrays)
+
+    def _use_parallel(self, flag: bool) -> None:
+        """Step (and reset many envs) with the parallel kernels or the serial ones from the
+        next call on: ``kernel_chooser`` switches so. Both give the same results."""
+        kernels = self._kernels
+        self._step_kernel = kernels.step_parallel if flag else kernels.step_serial
+        self._reset_kernel = kernels.reset_parallel if flag else kernels.reset_serial
+        self._min_parallel_resets = self._parallel_resets if flag else sys.maxsize
+
+    def _timed_step(self, mode: int, acts: np.ndarray, table: np.ndarray):
+        """The step kernel's call, timed for ``kernel_chooser``."""
+        chooser = self.kernel_chooser
+        clock = chooser.clock
+        start = clock()
+        out = self._step_kernel(mode, self._max_steps, acts, table)
+        chooser.observe(clock() - start)
+        return out
 
     # -- construction helpers ------------------------------------------------------------
     def _setup_actions(self):
@@ -626,7 +657,10 @@ class Engine:
         result = self.result
         result.done_mask = None  # until the kernel has filled the mask again
         result.num_done = -1
-        status, index = self._step_kernel(NO_RESET, self._max_steps, acts, self._step_table)
+        if self.kernel_chooser is None:
+            status, index = self._step_kernel(NO_RESET, self._max_steps, acts, self._step_table)
+        else:
+            status, index = self._timed_step(NO_RESET, acts, self._step_table)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -643,7 +677,10 @@ class Engine:
         self.check_started()
         acts = self.coerce_actions(actions)
         self._forget_done()
-        status, index = self._step_kernel(NEXT_STEP, self._max_steps, acts, self._step_table)
+        if self.kernel_chooser is None:
+            status, index = self._step_kernel(NEXT_STEP, self._max_steps, acts, self._step_table)
+        else:
+            status, index = self._timed_step(NEXT_STEP, acts, self._step_table)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -664,7 +701,10 @@ class Engine:
         """``step_mode`` on actions that ``coerce_actions`` returned: for front ends that have
         checked the actions and the engine's state themselves (once, in their own words)."""
         self._forget_done()
-        status, index = self._step_kernel(mode, self._max_steps, acts, self._step_table)
+        if self.kernel_chooser is None:
+            status, index = self._step_kernel(mode, self._max_steps, acts, self._step_table)
+        else:
+            status, index = self._timed_step(mode, acts, self._step_table)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
@@ -701,7 +741,10 @@ class Engine:
         self._forget_done()
         table = self._fresh_table
         self._point_outputs(table, *out)
-        status, index = self._step_kernel(mode, self._max_steps, acts, table)
+        if self.kernel_chooser is None:
+            status, index = self._step_kernel(mode, self._max_steps, acts, table)
+        else:
+            status, index = self._timed_step(mode, acts, table)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = out
