@@ -176,3 +176,29 @@ def test_compiles_start_longest_first_and_results_keep_item_order(monkeypatch):
     submitted.clear()
     assert cli._map_in_processes(str.upper, games, 2) == [game.upper() for game in games] and submitted == games
     assert cli._map_in_processes(str.upper, games, 1) == [game.upper() for game in games]
+
+
+def test_kernels_prints_the_generated_module_of_a_game(capsys):
+    from vecsim import cli
+
+    assert cli.main(["kernels", "CartPole-v1"]) == 0
+    source = capsys.readouterr().out
+    assert "import vecsim.games.cartpole as _game" in source
+    assert "def step_serial(" in source and "def step_parallel(" in source
+    # CartPole declares no action_ok: the check its Discrete(2) space implies is rendered in.
+    assert "discrete_ok(actions, i, 2)" in source
+
+
+def test_kernels_takes_the_parameters_the_kernels_depend_on(capsys):
+    from vecsim import cli
+
+    cli.main(["kernels", "Tetris-v0"])
+    drop = capsys.readouterr().out
+    cli.main(["kernels", "Tetris-v0", "--param", "action_mode=reach"])
+    reach = capsys.readouterr().out
+    assert "_game.write_mask_without_planner(" in drop and "_game.write_mask(" in reach
+
+
+def test_kernels_refuses_an_unknown_game_by_name():
+    proc = run_vecsim("kernels", "NoSuchGame-v0", check=False)
+    assert proc.returncode == 2 and "unknown game id 'NoSuchGame-v0'" in proc.stderr
