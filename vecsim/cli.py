@@ -494,7 +494,7 @@ def _competing_load(args, progress: Progress):
     stops them however the block ends (an error, Ctrl-C)."""
     import contextlib
 
-    from vecsim import load
+    from vecsim.bench import load
 
     stack = contextlib.ExitStack()
     if args.load or args.load_threads:
