@@ -262,7 +262,7 @@ def _put_state(case: Case, eng, env, i: int, values: np.ndarray, dtype) -> None:
 
 
 def _put_engine_state(case: Case, eng, i: int, values: np.ndarray, dtype) -> None:
-    for name, v in zip(eng.game.module.PHYSICAL_STATE, values):
+    for name, v in zip(eng.game.physical_state, values):
         getattr(eng.state, name)[i] = v
     case.mark_storage(eng, i, values, dtype)
 
@@ -274,7 +274,7 @@ def _put_gym_state(env, values: np.ndarray, dtype) -> None:
 
 
 def _physical(eng, i: int) -> np.ndarray:
-    return np.array([getattr(eng.state, name)[i] for name in eng.game.module.PHYSICAL_STATE])
+    return np.array([getattr(eng.state, name)[i] for name in eng.game.physical_state])
 
 
 def _exact(values) -> str:
@@ -473,7 +473,7 @@ def test_one_step_from_random_states_across_the_observation_space_matches_gymnas
     _assert_rows_bitwise(result.observations, obs, f"{env_id} observation after a step", describe)
     _assert_rows_bitwise(result.rewards, rewards, f"{env_id} reward", describe)
     _assert_rows_bitwise(result.terminals, terminated, f"{env_id} terminated", describe)
-    physical = np.stack([getattr(eng.state, name) for name in eng.game.module.PHYSICAL_STATE], axis=1)
+    physical = np.stack([getattr(eng.state, name) for name in eng.game.physical_state], axis=1)
     _assert_rows_bitwise(physical, states, f"{env_id} state after a step", describe)
     assert not result.truncations.any()
     assert 0 < terminated.sum() < M or env_id == "Pendulum-v1", "both sides of the termination test ran"
