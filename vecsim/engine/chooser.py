@@ -91,10 +91,10 @@ class KernelChooser:
         A probe stops at a call this many times slower than the kernel in use.
     """
 
-    MIN_GAP = 4  # calls between two probes at the least, however they are started
+    MIN_GAP = 2  # calls between two probes at the least, however they are started
     ALPHA = 0.25  # weight of the newest call in the running cost of the kernel in use
 
-    def __init__(self, on_switch=None, *, clock=time.perf_counter, probe_calls: int = 2, min_interval: int = 4,
+    def __init__(self, on_switch=None, *, clock=time.perf_counter, probe_calls: int = 2, min_interval: int = 2,
                  max_interval: int = 1024, budget: float = 0.02, margin: float = 1.1, trigger: float = 1.5,
                  abort_ratio: float = 4.0):
         if on_switch is not None and not callable(on_switch):
@@ -177,11 +177,12 @@ class KernelChooser:
         self._probe_seconds = self._probe_work = self._probe_lost = 0.0
         self._since, self._time_since = 0, 0.0
         if other * self.margin < ref:
-            # The probed kernel wins: keep it (parallel already names it).
+            # The probed kernel wins: keep it (parallel already names it). Probing the one it
+            # replaces would lose about what it just lost, so the budget applies as after a probe.
             self.switches += 1
             self._cost, self._other = other, ref
             self._interval = self.min_interval
-            self._wait = 0.0
+            self._wait = (ref - other) * (1 + self.probe_calls) / self.budget
             return
         self._flip()  # back to the kernel in use
         self._other = other
