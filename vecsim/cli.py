@@ -602,7 +602,7 @@ def cmd_bench(args) -> int:
                   f"computes in float32 only; vecsim's float64 kernels are bit-exact with Gymnasium).")
         else:
             print("operant: not installed, left out (on Linux, --operant-python with a CPython 3.8 that has it: "
-                  "see the README).")
+                  "see docs/performance.md#operant).")
     if tetris:
         if games:
             print()

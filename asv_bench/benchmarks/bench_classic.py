@@ -132,7 +132,7 @@ class SpeedupVsOperant:
     same game and size (CartPole, MountainCar, Pendulum), measured one after the other.
 
     operant runs in the Python named by ``VECSIM_OPERANT_PYTHON`` (its only Linux wheel is for
-    CPython 3.8: see the README), else in this one where it imports; skipped where neither.
+    CPython 3.8: see docs/performance.md#operant), else in this one where it imports; skipped where neither.
     """
 
     params = (tuple(g for g in GAMES if bench.reference_id(g) in bench.OPERANT_ENVS), NUM_ENVS)

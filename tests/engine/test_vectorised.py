@@ -2,8 +2,8 @@
 
 LLVM vectorises a kernel's loop over envs only if a run-time overlap check of every array
 the loop touches is cheap enough; one more array in the loop, or one 64-bit array among
-32-bit ones, silently halves the lanes or turns the loop scalar (see README, "Where the time
-goes"). These tests compile a game's parallel and serial step kernels in a fresh process with
+32-bit ones, silently halves the lanes or turns the loop scalar (see docs/performance.md, "Where
+the time goes"). These tests compile a game's parallel and serial step kernels in a fresh process with
 an empty cache and read the optimised LLVM IR: the divisions of the step must be vector divisions.
 CartPole and MountainCar in both precisions (in float64 also the pass that drafts their sines and
 cosines); Pendulum and MountainCarContinuous in float32 (their float64 steps call the C
