@@ -54,7 +54,6 @@ MAX_EPISODE_STEPS = 500
 REWARD_THRESHOLD = -100.0
 # Runs of 16 envs a call: its RK4 step is too large for LLVM to inline into a loop over envs.
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True, envs_per_call=16)
-PARALLEL_MIN_ENVS = 32  # measured crossover of the serial and parallel kernels on 2 cores (on one thread: serial)
 RENDER_FPS = 15
 
 _PI = math.pi

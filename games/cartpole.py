@@ -46,17 +46,6 @@ ENV_ID = "CartPole-v1"
 MAX_EPISODE_STEPS = 500
 REWARD_THRESHOLD = 475.0
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
-# Measured crossovers of the serial and parallel kernels on 2 cores (`vecsim calibrate`,
-# 2026-11-22, after the serial step loop began to vectorise: it steps 4096 float32 envs in about
-# 8 us, so two threads pay off from 8192 float32 envs). Float64, with sin and cos of theta drafted
-# on SIMD lanes as well, measured 1.14x at 3072 that day; on 2026-11-25 two calibrations gave
-# 1.19x and 0.63x at 4096, 1.44x and 0.85x at 8192 (the second core was busy in the second), and
-# a step_no_reset loop at 4096 envs ran 57M-144M steps/s in parallel, 156M serial. The serial
-# kernel keeps 4096 envs: at most 16% slower, never 2x slower. One thread: serial.
-PARALLEL_MIN_ENVS = {"float64": 8192, "float32": 8192}
-# The episode collector's serial step is scalar: with 256 slots its parallel kernel collected
-# 1.10x faster (19.1M against 17.4M steps/s), with 64 slots 0.82x.
-COLLECT_PARALLEL_MIN_ENVS = {"float64": 256, "float32": 384}
 RENDER_FPS = 50
 
 

@@ -52,11 +52,6 @@ ENV_ID = "MountainCar-v0"
 MAX_EPISODE_STEPS = 200
 REWARD_THRESHOLD = -110.0
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
-# Measured crossovers of the serial and parallel kernels on 2 cores (`vecsim calibrate`,
-# 2026-11-22): the serial float32 kernel vectorises and steps 4096 envs in about 5 us, so threads
-# pay off only beyond (1.12x at 8192 envs, 1.30x at 16384); float64, once cos(3 * position) was
-# drafted on SIMD lanes too, from 2048 (parallel/serial 0.91x at 1536, 1.08x-1.12x at 2048).
-PARALLEL_MIN_ENVS = {"float64": 2048, "float32": 8192}
 RENDER_FPS = 30
 
 

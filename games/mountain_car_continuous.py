@@ -76,10 +76,6 @@ ENV_ID = "MountainCarContinuous-v0"
 MAX_EPISODE_STEPS = 999
 REWARD_THRESHOLD = 90.0
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
-# Measured crossovers of the serial and parallel kernels on 2 cores (`vecsim calibrate`, two
-# runs, 2026-11-22: 128 and 512 envs in float64). The serial float32 kernel vectorises too, and
-# two threads won by 6% at most; parallel from 16384, where more cores than two win clearly.
-PARALLEL_MIN_ENVS = {"float64": 512, "float32": 16384}
 RENDER_FPS = 30
 
 render_rgb = _mountain_car.render_rgb  # the same scene as MountainCar-v0

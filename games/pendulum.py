@@ -56,14 +56,6 @@ ENV_ID = "Pendulum-v1"
 MAX_EPISODE_STEPS = 200
 REWARD_THRESHOLD = None
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
-# Measured crossovers of the serial and parallel kernels on 2 cores (`vecsim calibrate`, two
-# runs, 2026-11-22): the libm calls of float64 make 64 envs worth two threads (1.3x). The
-# vectorised float32 step ties two threads up to 16384 envs (1.06x there): parallel from 16384,
-# where more cores than two win clearly. On one thread: serial.
-PARALLEL_MIN_ENVS = {"float64": 64, "float32": 16384}
-# The episode collector's serial step is scalar: the sizes measured for the engine when its
-# serial step loop was scalar too.
-COLLECT_PARALLEL_MIN_ENVS = {"float64": 128, "float32": 384}
 RENDER_FPS = 30
 
 

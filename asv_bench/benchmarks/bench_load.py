@@ -6,7 +6,7 @@ idle machine (other programs aside), 2 a machine whose two cores are both conten
 are started in ``setup``, after the warm-up, and killed in ``teardown``. The engines choose
 their kernels as a user's do (``parallel="auto"``); their choice under load is what is
 measured. Tetris-v0 in primitive mode (the parallel kernel from 64 envs) and CartPole-v1
-float32 at a batch below and one above its ``PARALLEL_MIN_ENVS``.
+float32 at a batch below and one above its parallel threshold (``vecsim/engine/tuning.json``).
 """
 
 from __future__ import annotations

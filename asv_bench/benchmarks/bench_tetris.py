@@ -26,7 +26,7 @@ except ImportError:
 GAME = bench.full_id(bench.TETRIS_ID)
 MODES = bench.TETRIS_MODES
 PLACEMENT_MODES = ("drop", "reach")
-#: A small batch and a large one (below and above Tetris's ``PARALLEL_MIN_ENVS`` of 64: the serial
+#: A small batch and a large one (below and above Tetris's parallel threshold of 64: the serial
 #: kernel and the parallel one).
 NUM_ENVS = (16, 4096)
 

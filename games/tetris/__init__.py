@@ -68,7 +68,6 @@ REWARD_THRESHOLD = None
 EVENTS = ("lines", "pieces", "holds", "invalid_action")
 EV_LINES, EV_PIECES, EV_HOLDS, EV_INVALID = range(4)
 PHYSICAL_STATE = ()  # no Gymnasium reference state vector
-PARALLEL_MIN_ENVS = 64
 # Runs of 16 envs a call: the State's many arrays are passed once a run rather than once an env.
 KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16)
 

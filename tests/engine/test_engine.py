@@ -77,10 +77,13 @@ def no_threshold_override(monkeypatch):
     monkeypatch.delenv("VECSIM_PARALLEL_THRESHOLD", raising=False)
 
 
-def _game_with_thresholds(many, one):
-    """A stand-in game whose module declares only the two thresholds."""
-    module = types.SimpleNamespace(PARALLEL_MIN_ENVS=many, ONE_THREAD_PARALLEL_MIN_ENVS=one)
-    return types.SimpleNamespace(module=module)
+def _game_in_table(monkeypatch, sizes: dict):
+    """A stand-in game listed in the shipped tuning table with ``sizes`` ({kind: {precision: n}})."""
+    from vecsim.engine import tuning
+
+    tuning.shipped("vecsim.games.cartpole", "float64")  # the table loaded
+    monkeypatch.setitem(tuning._SHIPPED, "stand_in_game", sizes)
+    return types.SimpleNamespace(module=types.SimpleNamespace(__name__="stand_in_game"))
 
 
 def test_parallel_thresholds_are_per_precision_and_thread_count(no_threshold_override):
@@ -103,20 +106,28 @@ def test_the_collector_has_its_own_thresholds_where_a_game_declares_them(no_thre
     assert parallel_min_envs(cartpole, 1, "float64", threads=1, collect=True) is None
 
 
-def test_a_precision_left_out_of_a_threshold_dict_gets_the_default(no_threshold_override):
-    game = _game_with_thresholds({"float64": 100}, {"float64": 200})
+def test_a_game_or_precision_left_out_of_the_tuning_table_gets_the_default(no_threshold_override, monkeypatch):
+    game = _game_in_table(monkeypatch, {"engine": {"float64": 100}, "one_thread": {"float64": 200}})
     assert parallel_min_envs(game, 1, "float64", threads=2) == 100
     assert parallel_min_envs(game, 1, "float32", threads=2) == vecsim.engine.engine.DEFAULT_PARALLEL_MIN_ENVS
     assert parallel_min_envs(game, 1, "float64", threads=1) == 200
     assert parallel_min_envs(game, 1, "float32", threads=1) is None
+    assert parallel_min_envs(game, 1, "float64", threads=2, collect=True) == 100  # the engine's
+    unlisted = types.SimpleNamespace(module=types.SimpleNamespace(__name__="a_users_own_game"))
+    assert parallel_min_envs(unlisted, 1, "float64", threads=2) == vecsim.engine.engine.DEFAULT_PARALLEL_MIN_ENVS
 
 
-def test_malformed_game_thresholds_are_refused(no_threshold_override):
-    game = _game_with_thresholds({"float64": 0}, "many")
-    with pytest.raises(TypeError, match="PARALLEL_MIN_ENVS must be an int >= 1.*0"):
-        parallel_min_envs(game, 1, "float64", threads=2)
-    with pytest.raises(TypeError, match="ONE_THREAD_PARALLEL_MIN_ENVS.*'many'"):
-        parallel_min_envs(game, 1, "float64", threads=1)
+def test_the_tuning_table_refuses_an_unknown_kind():
+    from vecsim.engine import tuning
+
+    with pytest.raises(ValueError, match="kind must be one of .*'threads'"):
+        tuning.shipped("vecsim.games.cartpole", "float64", "threads")
+
+
+def test_no_game_module_declares_thread_thresholds(game_id):
+    # Machine-measured sizes live in the tuning table, not in the rules.
+    module = vecsim.resolve(game_id).module
+    assert not [name for name in vars(module) if name.endswith("PARALLEL_MIN_ENVS")]
 
 
 def test_one_thread_picks_the_serial_kernel_at_every_size():
@@ -274,7 +285,7 @@ def test_parallel_thresholds_grow_on_the_workqueue_threading_layer():
     # Where Numba finds no OpenMP or TBB, its workqueue layer launches threads about 50x
     # slower: "auto" keeps the serial kernels up to WORKQUEUE_FACTOR times larger batches.
     code = ("import vecsim; from vecsim.engine.engine import PARALLEL_MIN_RESETS as R, WORKQUEUE_FACTOR as F; "
-            "base = vecsim.resolve('CartPole-v1').module.PARALLEL_MIN_ENVS['float64']; "
+            "base = vecsim.engine.tuning.shipped('vecsim.games.cartpole', 'float64'); "
             "below, at = vecsim.make('CartPole-v1', base * F - 1), vecsim.make('CartPole-v1', base * F); "
             "print(vecsim.engine.threads.threading_layer(), below.parallel, at.parallel, at._min_parallel_resets == R * F, "
             "vecsim.make('CartPole-v1', 4, parallel=True).parallel)")

@@ -1,13 +1,13 @@
 """Measure on this machine the batch size from which each game's parallel kernels win.
 
-``parallel="auto"`` picks a game's serial or parallel kernels by batch size. The sizes each
-game declares (``PARALLEL_MIN_ENVS``, ``ONE_THREAD_PARALLEL_MIN_ENVS``) were measured on a
-2-core machine; on another machine, and above all at another thread count, the cost of
-starting the threads and the work that pays for it differ. ``calibrate`` (also ``vecsim.calibrate`` and ``vecsim calibrate``) times
+``parallel="auto"`` picks a game's serial or parallel kernels by batch size. The sizes vecsim
+ships (``vecsim/engine/tuning.json``) were measured on a 2-core machine; on another machine,
+and above all at another thread count, the cost of starting the threads and the work that pays
+for it differ. ``calibrate`` (also ``vecsim.calibrate`` and ``vecsim calibrate``) times
 ``Engine.step`` (NEXT_STEP autoreset, random legal actions) with the serial and the parallel
 kernels at batch sizes 16, 32, ... 16384 on the Numba threads this process runs, and saves
 for each game and precision the smallest size from which the parallel kernels win at every
-larger size measured (``None``: they never do). ``vecsim.engine.parallel_min_envs`` then
+larger size measured (``None``: they never do). ``vecsim.engine.engine.parallel_min_envs`` then
 prefers the saved value for this machine, thread count and threading layer over the game's.
 
 The table (``vecsim.engine.tuning``) is ``calibration.json`` in vecsim's cache folder (``vecsim.engine.codegen.cache_dir``):

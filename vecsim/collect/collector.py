@@ -268,8 +268,8 @@ class EpisodeCollector:
         Passed to ``vecsim.make`` (``precision``, game constants, ``max_episode_steps``, which
         defaults to ``None`` here: only ``max_steps`` cuts episodes). ``parallel``
         (``"auto"``, ``True``, ``False``) also chooses the collection kernels: ``"auto"`` runs
-        a step in parallel when at least the game's ``COLLECT_PARALLEL_MIN_ENVS`` (else its
-        ``PARALLEL_MIN_ENVS``) slots, for the engine's precision, are running and more than
+        a step in parallel when at least the tuning table's ``collect`` size (else its engine
+        size; ``vecsim.engine.tuning``) of slots, for the engine's precision, are running and more than
         one Numba thread is available. Results
         do not depend on it.
 

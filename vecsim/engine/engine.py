@@ -31,37 +31,20 @@ PRECISIONS = ("float64", "float32")
 #: Largest ``max_episode_steps``: the per-env step counter is int32.
 MAX_EPISODE_STEPS = 2**31 - 1
 
-#: Default batch size from which ``parallel="auto"`` uses the parallel kernel, for games that
-#: declare no ``PARALLEL_MIN_ENVS``. Below it a serial kernel wins: a parallel launch costs a
-#: few microseconds. ``VECSIM_PARALLEL_THRESHOLD`` overrides every game's value.
-DEFAULT_PARALLEL_MIN_ENVS = 512
-#: How many times larger those thresholds are on Numba's ``workqueue`` threading layer (where
-#: no OpenMP or TBB library is found): a parallel launch cost 85-110 us there against 2 us on
-#: ``omp``, and CartPole's float64 step at 4096 envs took 516 us in parallel against 134 us
-#: serial (parallel first won at 65536 envs: 1.68 ms against 2.17 ms).
+DEFAULT_PARALLEL_MIN_ENVS = tuning.DEFAULT_PARALLEL_MIN_ENVS
+#: How many times larger the thresholds are on Numba's ``workqueue`` threading layer (where no
+#: OpenMP or TBB library is found): it launches threads far more slowly than ``omp``.
 WORKQUEUE_FACTOR = 64
 #: Number of envs from which ``reset_envs`` of a parallel engine uses the parallel reset
-#: kernel. Below it the serial kernel wins (a parallel launch costs a few microseconds, a
-#: reset 15-30 ns an env). Above it the parallel one wins twice: each thread resets the envs
-#: whose state its share of the step loop just wrote, still in its own core's cache. Measured
-#: on CartPole float32 at 16384 envs, about 800 resets a step: 24 us serial, 15 us parallel.
+#: kernel: below it a launch costs more than the resets; above it each thread resets the envs
+#: its share of the step loop just wrote, still in its own core's cache.
 PARALLEL_MIN_RESETS = 256
 
 
 def launch_factor() -> int:
     """``WORKQUEUE_FACTOR`` on Numba's workqueue threading layer, else 1: what the batch sizes
-    measured on the omp layer (``PARALLEL_MIN_ENVS``, ``PARALLEL_MIN_RESETS``) are scaled by."""
+    measured on the omp layer (the tuning table's, ``PARALLEL_MIN_RESETS``) are scaled by."""
     return WORKQUEUE_FACTOR if threading_layer() == "workqueue" else 1
-
-
-def _per_precision(value, precision: str, what: str, default):
-    """A game's threshold ``value`` for ``precision``: an int, ``None`` (never), or a dict of
-    either keyed by precision (``default`` for a precision it leaves out)."""
-    if isinstance(value, dict):
-        value = value.get(precision, default)
-    if value is not None and (not _is_int(value) or value < 1):
-        raise TypeError(f"{what} must be an int >= 1, None or a dict of them by precision, but got {value!r}")
-    return value
 
 
 def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: str = "float64",
@@ -72,18 +55,14 @@ def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: st
     or ``None`` where the serial kernel always wins.
 
     ``VECSIM_PARALLEL_THRESHOLD`` if set; else the size ``vecsim calibrate`` measured for this
-    machine, thread count and threading layer (``vecsim.bench.calibrate``), if any and
-    ``calibrated``; else, with two threads or more, the game's ``PARALLEL_MIN_ENVS`` and with
-    one thread its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (both measured on the omp threading
-    layer, an int or a dict by precision, ``None`` for never), times ``launch_factor()``. With
-    one thread the parallel kernel runs on the calling thread and could win only where its
-    step loop vectorises and the serial kernel's does not (no game declares one since the
-    serial loops vectorise as well).
+    machine, thread count and threading layer, if any and ``calibrated``; else the shipped
+    tuning table's (``vecsim.engine.tuning``: measured on the omp layer; ``None`` for never)
+    times ``launch_factor()``. With one thread the parallel kernel runs on the calling thread
+    and gains nothing: the table has no size for it.
 
-    ``collect``: the size for the episode collector's step kernels instead, the game's
-    ``COLLECT_PARALLEL_MIN_ENVS`` where it declares one (their serial loops are scalar, so
-    threads pay off from smaller batches than for a vectorised engine step; a calibration,
-    which times the engine, is not used for them then), else as for the engine.
+    ``collect``: the size for the episode collector's step kernels instead (the table's
+    ``collect`` sizes; a calibration, which times the engine, is not used for those a game
+    has in the table).
 
     Finding the threading layer may run a trivial parallel kernel (where none has run and
     Numba's threads are not started). A ``num_envs`` below every size that could apply (the
@@ -99,21 +78,13 @@ def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: st
         if value < 1:
             raise ValueError(f"VECSIM_PARALLEL_THRESHOLD must be an int >= 1, but got {override!r}")
         return value
-    mod = game.module
+    name = game.module.__name__
     if threads is None:
         threads = numba_threads()
-    own_collect = collect and threads > 1 and hasattr(mod, "COLLECT_PARALLEL_MIN_ENVS")
-    if own_collect:
-        base = _per_precision(mod.COLLECT_PARALLEL_MIN_ENVS, precision, "COLLECT_PARALLEL_MIN_ENVS",
-                              DEFAULT_PARALLEL_MIN_ENVS)
-    elif threads > 1:
-        base = _per_precision(getattr(mod, "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS), precision,
-                              "PARALLEL_MIN_ENVS", DEFAULT_PARALLEL_MIN_ENVS)
-    else:
-        base = _per_precision(getattr(mod, "ONE_THREAD_PARALLEL_MIN_ENVS", None), precision,
-                              "ONE_THREAD_PARALLEL_MIN_ENVS", None)
-    by_layer = (tuning.lookup(mod.__name__, precision, threads)
-                if calibrated and not own_collect and hasattr(mod, "__name__") else {})
+    kind = "one_thread" if threads < 2 else "collect" if collect else "engine"
+    base = tuning.shipped(name, precision, kind)
+    own_collect = kind == "collect" and base != tuning.shipped(name, precision, "engine")
+    by_layer = tuning.lookup(name, precision, threads) if calibrated and not own_collect else {}
     if by_layer:
         sizes = [size for size in [base, *by_layer.values()] if size is not None]
         if num_envs is not None and all(num_envs < size for size in sizes):
@@ -222,7 +193,7 @@ class Engine:
         Truncate an episode after this many steps (``None``: never).
     parallel : {"auto", True, False}
         Use the parallel kernel (threads over envs) or the serial one. ``"auto"`` picks
-        parallel from ``parallel_min_envs`` envs: the game's ``PARALLEL_MIN_ENVS`` (where a
+        parallel from ``parallel_min_envs`` envs: the tuning table's size (where a
         thread's share of the work outweighs a launch, measured per game and precision; run
         ``vecsim calibrate`` to measure them on your machine), or with a single Numba thread
         its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (no game has one: serial). From that size on,

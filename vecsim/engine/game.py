@@ -164,11 +164,6 @@ class GameSpec:
         ``pre_step_env``, ``pre_step_fix_env``, ...)."""
         return hasattr(self.module, name)
 
-    def threshold_hint(self, name: str):
-        """The game's own ``name`` (``PARALLEL_MIN_ENVS`` and its kin) for the tuning table's
-        fallback, or None when the game declares none."""
-        return getattr(self.module, name, None)
-
     def source_files(self) -> list[str]:
         """Source files whose text can change this game's compiled kernels.
 

@@ -1,5 +1,12 @@
-"""The tuning table: per machine, thread count and threading layer, the batch size from which
-each game's parallel kernels win, as ``vecsim calibrate`` measured it (``vecsim.bench.calibrate``).
+"""The tuning table: the batch size from which each game's parallel kernels win.
+
+Two layers. ``tuning.json`` beside this module ships the sizes ``vecsim calibrate`` measured on
+the reference machine, per game module and precision: ``engine`` for the engine's step kernels
+with two threads or more, ``collect`` for the episode collector's (whose serial loops are
+scalar, so threads pay from smaller batches), ``one_thread`` for a single Numba thread (none:
+serial). A game not listed gets ``DEFAULT_PARALLEL_MIN_ENVS``. Over it, the file that
+``vecsim calibrate`` writes for this machine, thread count and threading layer
+(``vecsim.bench.calibrate``).
 
 The file is ``calibration.json`` in vecsim's cache folder (``vecsim.engine.codegen.cache_dir``):
 ``{"version": 1, "machines": {key: {"layers": {layer: {"games": {module: {precision: size
@@ -13,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import platform
 import threading
 import warnings
@@ -21,6 +29,28 @@ import numba
 
 VERSION = 1
 FILE_NAME = "calibration.json"
+SHIPPED_FILE = pathlib.Path(__file__).with_name("tuning.json")
+#: Batch size from which the parallel kernels are used for a game the table does not list.
+DEFAULT_PARALLEL_MIN_ENVS = 512
+#: What the shipped table gives for each kind of kernel: ``(kind, default)``.
+KINDS = {"engine": DEFAULT_PARALLEL_MIN_ENVS, "collect": None, "one_thread": None}
+_SHIPPED: dict = {}
+
+
+def shipped(module_name: str, precision: str, kind: str = "engine") -> int | None:
+    """The shipped batch size for ``kind`` (``"engine"``, ``"collect"`` or ``"one_thread"``) of
+    the game module ``module_name`` in ``precision``: an int, or None for the serial kernel
+    always. A game or precision the table leaves out gets the kind's default (``collect``:
+    the engine's size)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {sorted(KINDS)}, but got kind={kind!r}")
+    with _LOCK:
+        if not _SHIPPED:
+            _SHIPPED.update(json.loads(SHIPPED_FILE.read_text())["games"])
+    sizes = _SHIPPED.get(module_name, {}).get(kind)
+    if sizes is None or precision not in sizes:
+        return shipped(module_name, precision, "engine") if kind == "collect" else KINDS[kind]
+    return sizes[precision]
 
 _LOCK = threading.Lock()
 _CACHE: dict = {}  # path -> (mtime_ns, size, parsed file)
