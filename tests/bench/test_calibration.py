@@ -186,7 +186,7 @@ def test_the_collector_follows_the_calibrated_size(calibration_file):
     _write(calibration_file, {"vecsim.games.acrobot": {"float64": None}})
     with vecsim.EpisodeCollector("Acrobot-v1", 1024, 4, "random", seed=0) as collector:
         assert collector._parallel_min == sys.maxsize
-    # CartPole's collector has sizes of its own (COLLECT_PARALLEL_MIN_ENVS): a calibration
+    # CartPole's collector has sizes of its own (the tuning table's collect sizes): a calibration
     # times the engine's kernels, not the collector's.
     _write(calibration_file, {"vecsim.games.cartpole": {"float64": 20}})
     with vecsim.EpisodeCollector("CartPole-v1", 32, 4, "random", seed=0) as collector:

@@ -195,8 +195,8 @@ class Engine:
         Use the parallel kernel (threads over envs) or the serial one. ``"auto"`` picks
         parallel from ``parallel_min_envs`` envs: the tuning table's size (where a
         thread's share of the work outweighs a launch, measured per game and precision; run
-        ``vecsim calibrate`` to measure them on your machine), or with a single Numba thread
-        its ``ONE_THREAD_PARALLEL_MIN_ENVS`` (no game has one: serial). From that size on,
+        ``vecsim calibrate`` to measure them on your machine); with a single Numba thread the
+        serial kernel. From that size on,
         with two threads or more, it also times the step calls and falls back to the serial
         kernels while they are faster, as when other processes or threads keep the cores
         busy, and back to the parallel ones once those win again (``kernel_chooser``,
