@@ -227,15 +227,28 @@ class Engine:
         if parallel not in ("auto", True, False):
             raise ValueError(f"parallel must be 'auto', True or False, but got parallel={parallel!r}")
         self.game = game
-        self.num_envs = n = int(num_envs)
+        self.num_envs = int(num_envs)
         self.precision = precision
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
+        self._max_steps = 0 if self.max_episode_steps is None else self.max_episode_steps
         self._float = np.float32 if precision == "float32" else np.float64
-        self.params, P, self.params_scalar = build_params(game, n, self._float, params)
+        self._read_game(params)
+        self._allocate(buffers)
+        self._load_kernels(parallel)
+        #: Extra per-step arrays of the game (info key -> (num_envs, ...) view of its state).
+        self.info_arrays = {key: getattr(self.state, field)
+                            for key, field in game.info_fields(self.params_scalar).items()}
+        self.result = StepResult(self.obs, self.rewards, self.terminals, self.truncations, self.masks,
+                                 self.events, self.event_names, self.info_arrays)
+
+    # -- construction, one job a part ------------------------------------------------------
+    def _read_game(self, params: dict) -> None:
+        """The batch's constants, spaces, observation layout and state, from the game."""
+        game, n = self.game, self.num_envs
+        self.params, self._P, self.params_scalar = build_params(game, n, self._float, params)
         self.single_observation_space = game.observation_space(self.params_scalar)
         self.single_action_space = game.action_space(self.params_scalar)
         self._setup_actions()
-
         obs_space = self.single_observation_space
         if not isinstance(obs_space, spaces.Box):
             obs_space = spaces.flatten_space(obs_space)
@@ -244,16 +257,23 @@ class Engine:
         self.state = game.allocate_state(n, self._float, self.params_scalar)
         self.event_names = game.events
         self.n_mask = int(self.single_action_space.n) if game.has_action_mask else 0
+        #: The stand-ins the game chose for this batch's kernels (``GameSpec.kernel_functions``):
+        #: ``(contract name, stand-in name)`` pairs, shared with the collector's kernels.
+        self.kernel_functions = game.kernel_functions(self.params_scalar)
 
+    def _allocate(self, buffers: dict | None) -> None:
+        """The output buffers (or the caller's), the kernels' scratch and the bookkeeping."""
+        n = self.num_envs
         # Column-major observations (KernelHints.obs_order "F") let the vectorised step loop
         # store consecutive envs at consecutive addresses. Gymnasium's copy=True copies them
         # in their own layout (order="K"), a plain memcpy.
-        order = game.hints.obs_order
+        order = self.game.hints.obs_order
         # Placed apart within a page (vecsim.core.buffers): the step loop walks them in lockstep.
         self.obs = placed.zeros((n, self.obs_dim), self.obs_dtype, order=order)
         self.rewards = placed.zeros(n, self._float)
         self.terminals = placed.zeros(n, np.bool_)
         self.truncations = placed.zeros(n, np.bool_)
+        self._buffers_given = bool(buffers)
         if buffers:
             self._adopt_buffers(buffers)
         self.final_obs = placed.zeros((n, self.obs_dim), self.obs_dtype, order=order)
@@ -265,7 +285,6 @@ class Engine:
         self.rng = placed.zeros((n, 2), np.uint64)
         self.events = placed.zeros((n, len(self.event_names)), np.int64)
         self.masks = placed.ones((n, self.n_mask), np.bool_)
-        self._P = P
         # Kernel scratch: the envs due for reset, zero-padded like needs_reset (copied 8 flags at a time).
         self._was_pad = placed.zeros(self._needs_pad.shape, np.bool_)
         self._acts32 = placed.zeros(n, np.int32)  # kernel scratch: checked discrete actions
@@ -278,16 +297,20 @@ class Engine:
         self._seeded = False
         self._has_reset = False
         self._closed = False
+        self._fills_rows = bool(self.game.hints.write_obs_fills_row)
+        self._fresh_specs = ((self.obs.shape, self.obs.dtype, "F" if self.obs.flags.f_contiguous else "C"),
+                             n, self.rewards.dtype)
+        self._detached = None  # the outputs of the last step_mode_fresh, while the engine's buffers are behind
 
-        #: The stand-ins the game chose for this batch's kernels (``GameSpec.kernel_functions``):
-        #: ``(contract name, stand-in name)`` pairs, shared with the collector's kernels.
-        self.kernel_functions = game.kernel_functions(self.params_scalar)
+    def _load_kernels(self, parallel) -> None:
+        """The generated kernels for this batch, their address tables, and the serial or
+        parallel choice."""
+        game, n, P = self.game, self.num_envs, self._P
         state = tuple(self.state)
         # The step and reset kernels take what changes between calls (mode, max_steps and the
         # actions; the mask's words and the seed mode) and rebuild every other array, the
-        # step's four outputs included, from a table of addresses (vecsim.engine.codegen.address_table):
-        # Numba unboxes each array argument from Python at about 45 ns. These tuples keep the
-        # arrays alive.
+        # step's four outputs included, from a table of addresses
+        # (vecsim.engine.codegen.address_table), which is cheaper than unboxing each array.
         # Each array with the name errors give it, in the order of the template's VIEWS lines.
         named_state = tuple((f"state.{name}", arr) for name, arr in zip(game.state_cls._fields, state))
         step_named = (("obs", self.obs), ("rewards", self.rewards), ("terminals", self.terminals),
@@ -300,54 +323,48 @@ class Engine:
                        ("terminals", self.terminals), ("truncations", self.truncations),
                        ("needs_reset", self.needs_reset), ("has_final", self.has_final), ("elapsed", self.elapsed),
                        ("rng", self.rng), ("params", P), ("events", self.events), ("masks", self.masks)) + named_state
+        # These tuples also keep the tables' arrays alive.
         self._step_names, self._step_arrays = (tuple(x) for x in zip(*step_named))
         self._reset_names, self._reset_arrays = (tuple(x) for x in zip(*reset_named))
-        kernels = load_kernels(game, precision, self._discrete, self.kernel_functions,
-                               tables={"step_table": table_specs(self._step_arrays),
-                                       "reset_table": table_specs(self._reset_arrays)})
-        threads = numba_threads()  # a serial engine leaves Numba's thread pool unstarted
-        if parallel == "auto":
-            threshold = parallel_min_envs(game, n, precision, threads)
-            self.parallel = threshold is not None and n >= threshold
-        else:
-            self.parallel = bool(parallel)
-        suffix = "parallel" if self.parallel else "serial"
-        self._kernels = kernels
-        self._step_kernel = getattr(kernels, f"step_{suffix}")
-        self._min_parallel_resets = PARALLEL_MIN_RESETS * launch_factor() if self.parallel else 0
-        #: The online choice between the parallel and the serial step kernels
-        #: (``vecsim.engine.chooser.KernelChooser``) of an engine that ``parallel="auto"`` made
-        #: parallel on two threads or more, else ``None`` (the kernels stay as chosen).
-        self.kernel_chooser = None
-        if parallel == "auto" and self.parallel and threads > 1 and adapt_enabled():
-            self.kernel_chooser = KernelChooser(self._use_parallel)
-        self._observe_kernel = getattr(kernels, f"observe_{suffix}")
-        self._observe_args = (self.obs, self.masks, P) + state
-        if f"observe_{suffix}" in kernels.PADDED:
-            self._observe_args += (np.zeros(1),)  # see vecsim.engine.codegen.LEAKY_ARG_COUNT
+        kernels = self._kernels = load_kernels(game, self.precision, self._discrete, self.kernel_functions,
+                                               tables={"step_table": table_specs(self._step_arrays),
+                                                       "reset_table": table_specs(self._reset_arrays)})
         self._step_table = address_table(self._step_arrays)
         # step_mode_fresh's copy, whose first four rows point_outputs aims at new arrays.
         self._fresh_table = self._step_table.copy()
         self._point_outputs = kernels.point_outputs
         self._reset_table = address_table(self._reset_arrays)
+        self._choose_kernels(parallel, state)
+
+    def _choose_kernels(self, parallel, state: tuple) -> None:
+        """Serial or parallel kernels, and for ``parallel="auto"`` the online chooser."""
+        kernels, n = self._kernels, self.num_envs
+        threads = numba_threads()  # a serial engine leaves Numba's thread pool unstarted
+        if parallel == "auto":
+            threshold = parallel_min_envs(self.game, n, self.precision, threads)
+            self.parallel = threshold is not None and n >= threshold
+        else:
+            self.parallel = bool(parallel)
+        suffix = "parallel" if self.parallel else "serial"
+        self._step_kernel = getattr(kernels, f"step_{suffix}")
         self._reset_kernel = getattr(kernels, f"reset_{suffix}")
         # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
         # kernel skips empty words without the cost of starting threads. A parallel engine
         # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more, times the threading
         # layer's launch_factor (_reset_envs_kernel).
         self._reset_sparse_kernel = kernels.reset_serial
+        self._min_parallel_resets = PARALLEL_MIN_RESETS * launch_factor() if self.parallel else 0
         self._parallel_resets = self._min_parallel_resets
-        self._fills_rows = bool(game.hints.write_obs_fills_row)
-        self._fresh_specs = ((self.obs.shape, self.obs.dtype, "F" if self.obs.flags.f_contiguous else "C"),
-                             n, self.rewards.dtype)
-        self._buffers_given = bool(buffers)
-        self._detached = None  # the outputs of the last step_mode_fresh, while the engine's buffers are behind
-        self._max_steps = 0 if self.max_episode_steps is None else self.max_episode_steps
-        #: Extra per-step arrays of the game (info key -> (num_envs, ...) view of its state).
-        self.info_arrays = {key: getattr(self.state, field)
-                            for key, field in game.info_fields(self.params_scalar).items()}
-        self.result = StepResult(self.obs, self.rewards, self.terminals, self.truncations, self.masks,
-                                 self.events, self.event_names, self.info_arrays)
+        self._observe_kernel = getattr(kernels, f"observe_{suffix}")
+        self._observe_args = (self.obs, self.masks, self._P) + state
+        if f"observe_{suffix}" in kernels.PADDED:
+            self._observe_args += (np.zeros(1),)  # see vecsim.engine.codegen.LEAKY_ARG_COUNT
+        #: The online choice between the parallel and the serial step kernels
+        #: (``vecsim.engine.chooser.KernelChooser``) of an engine that ``parallel="auto"`` made
+        #: parallel on two threads or more, else ``None`` (the kernels stay as chosen).
+        self.kernel_chooser = None
+        if parallel == "auto" and self.parallel and threads > 1 and adapt_enabled():
+            self.kernel_chooser = KernelChooser(self._use_parallel)
 
     def _use_parallel(self, flag: bool) -> None:
         """Step (and reset many envs) with the parallel kernels or the serial ones from the
@@ -366,7 +383,6 @@ class Engine:
         chooser.observe(clock() - start)
         return out
 
-    # -- construction helpers ------------------------------------------------------------
     def _setup_actions(self):
         space = self.single_action_space
         n = self.num_envs
