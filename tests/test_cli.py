@@ -103,8 +103,8 @@ def test_warmup_fills_an_empty_cache_that_the_next_run_only_loads(tmp_path):
     index = _cached_kernels(cache)
     for game in ("cartpole", "mountain_car"):
         # The engine's and the collector's kernels, each serial and parallel, all in float32.
-        for module, kernels in ((f"vecsim_kernels_games_{game}_float32", ("step", "reset", "observe")),
-                                (f"vecsim_collect_step_games_{game}_float32", ("advance",))):
+        for module, kernels in ((f"vecsim_kernels_vecsim_games_{game}_float32", ("step", "reset", "observe")),
+                                (f"vecsim_collect_step_vecsim_games_{game}_float32", ("advance",))):
             for kernel in kernels:
                 for kind in ("serial", "parallel"):
                     assert any(name.startswith(module) and f".{kernel}_{kind}-" in name for name in index), \

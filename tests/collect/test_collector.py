@@ -25,7 +25,8 @@ PENDULUM = "Pendulum-v1"
 #: One Tetris configuration for every Tetris test: its kernels compile once (slowly).
 TETRIS = "Tetris-v0"
 TETRIS_RULES = dict(preset="classic", action_mode="drop")
-TESTS = pathlib.Path(__file__).resolve().parents[1]  # the folder of the test games
+HERE = pathlib.Path(__file__).resolve().parent
+TESTS = HERE.parent  # the folder of the test games
 ARRAYS = ("observations", "actions", "rewards", "dones", "terminated", "lengths", "job_ids", "seeds",
           "action_masks", "log_probs", "values")
 
@@ -671,7 +672,7 @@ def test_tetris_illegal_placement_is_named():
 
 _TETRIS_HASH = f"""
 import hashlib, json, sys
-sys.path.insert(0, {str(TESTS)!r})
+sys.path[:0] = [{str(TESTS)!r}, {str(HERE)!r}]
 import test_collector as t
 batch = t.tetris_batch(67, "random", n=150, parallel=True)
 print(json.dumps(t.batch_digest(batch)))
@@ -701,7 +702,7 @@ def test_tetris_batch_does_not_depend_on_the_thread_count():
 
 _CACHE_STATS = f"""
 import json, sys
-sys.path.insert(0, {str(TESTS)!r})
+sys.path[:0] = [{str(TESTS)!r}, {str(HERE)!r}]
 import test_collector as t
 with t.EpisodeCollector(t.CARTPOLE, 3, 20, t.cartpole_policy, 0, parallel=False) as collector:
     collector.request_episodes(4)
