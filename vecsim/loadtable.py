@@ -1,0 +1,253 @@
+"""The idle/loaded table: steps/s of the default kernel choice against one thread and against
+the batch size alone, on an idle machine and beside busy processes.
+
+Run ``python -m vecsim.loadtable`` (``--help`` for the options). Each configuration needs a
+process of its own (Numba reads its threading settings once), so every round starts one child
+process per configuration, in an order that rotates from round to round; a child measures
+every cell at every load (``vecsim.load.BusyProcesses``, each busy process in a session of its
+own at nice 19) with fresh engines under that load, each stepped for ``SETTLE_S`` before it is
+timed (a fresh batch starts on the kernels its size picks). The table shows, per cell, the median and
+the range over the rounds, and the ratios of the medians that the requirement is about.
+
+Configurations:
+
+- ``size-only``: Numba's omp layer, the batch size alone picks the kernels (``VECSIM_ADAPT=0``:
+  vecsim's default before the online choice);
+- ``one-thread``: ``NUMBA_NUM_THREADS=1`` (serial kernels only);
+- ``default``: what a user gets (no setting);
+- ``workqueue``, ``workqueue-size-only``, ``tbb``, ``tbb-size-only``: other threading layers
+  with and without the online choice (``tbb`` needs ``pip install tbb``; its library is put on
+  ``LD_LIBRARY_PATH``, where Numba looks for it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+CONFIGS = {
+    "size-only": {"NUMBA_THREADING_LAYER": "omp", "VECSIM_ADAPT": "0"},
+    "one-thread": {"NUMBA_NUM_THREADS": "1"},
+    "default": {},
+    "workqueue": {"NUMBA_THREADING_LAYER": "workqueue"},
+    "workqueue-size-only": {"NUMBA_THREADING_LAYER": "workqueue", "VECSIM_ADAPT": "0"},
+    "tbb": {"NUMBA_THREADING_LAYER": "tbb"},
+    "tbb-size-only": {"NUMBA_THREADING_LAYER": "tbb", "VECSIM_ADAPT": "0"},
+}
+DEFAULT_CONFIGS = ("size-only", "one-thread", "default")
+#: ``game kind num_envs``: Tetris-v0 by action mode (``Engine.step``), the others by precision
+#: (``Engine.step_no_reset`` and ``reset_envs`` of the envs that finished).
+DEFAULT_CELLS = ("Tetris-v0 primitive 4096", "Tetris-v0 drop 4096", "CartPole-v1 float64 4096",
+                 "CartPole-v1 float32 4096", "CartPole-v1 float64 65536", "CartPole-v1 float32 65536")
+# Settings of the parent that would change a child's configuration.
+_CLEARED = ("NUMBA_THREADING_LAYER", "NUMBA_NUM_THREADS", "VECSIM_ADAPT", "VECSIM_PARALLEL_THRESHOLD")
+
+
+def _parse_cell(text: str) -> tuple[str, str, int]:
+    from vecsim import bench
+
+    parts = text.split()
+    if len(parts) != 3 or not parts[2].isdigit() or int(parts[2]) < 1:
+        raise ValueError(f"a cell must be 'GAME KIND NUM_ENVS', but got {text!r}")
+    game, kind, n = parts[0], parts[1], int(parts[2])
+    if bench.is_tetris(game):
+        if kind not in ("primitive", "drop", "reach"):
+            raise ValueError(f"a Tetris-v0 cell's kind must be an action mode, but got {text!r}")
+    elif kind not in ("float64", "float32"):
+        raise ValueError(f"a cell's kind must be float64 or float32 (an action mode for Tetris-v0), but got {text!r}")
+    return game, kind, n
+
+
+def _runner(game: str, kind: str, n: int):
+    from vecsim import bench
+
+    if bench.is_tetris(game):
+        return bench.tetris_runner(kind, n)
+    return bench.vecsim_no_reset_runner(game, n, kind)
+
+
+#: Seconds a new batch steps before it is timed, whatever the configuration: the kernel choice
+#: settles (a batch starts on the kernels the batch size picks) and the thread pool starts.
+SETTLE_S = 0.3
+
+
+def _settle(step, seconds: float = SETTLE_S, calls: int = 3) -> None:
+    start = time.perf_counter()
+    done = 0
+    while done < calls or time.perf_counter() - start < seconds:
+        step()
+        done += 1
+
+
+def measure_child(cells, loads, seconds: float, repeats: int) -> dict:
+    """Steps/s of every cell at every load in this process: ``{"layer": ..., "results": {cell:
+    {load: rate}}}``."""
+    import numba
+
+    from vecsim import bench, load
+
+    results: dict = {cell: {} for cell in cells}
+    for count in loads:
+        with load.BusyProcesses(count):
+            for cell in cells:
+                with _runner(*_parse_cell(cell)) as runner:
+                    _settle(runner.step)
+                    results[cell][str(count)] = bench.steps_per_second(runner.step, runner.num_envs, seconds,
+                                                                       repeats)
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel ran
+        layer = None
+    return {"layer": layer, "threads": numba.config.NUMBA_NUM_THREADS, "results": results}
+
+
+def _child_env(config: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
+    env.update(CONFIGS[config])
+    if config.startswith("tbb"):
+        lib = os.path.join(sys.prefix, "lib")  # where the tbb wheel puts libtbb.so.12
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (lib, env.get("LD_LIBRARY_PATH")) if p)
+    return env
+
+
+def run(configs, cells, loads, rounds: int, seconds: float, repeats: int, progress=None) -> dict:
+    """Measure in ``rounds`` rounds of one child process per configuration; returns
+    ``{"rates": {config: {cell: {load: [rate per round]}}}, "layers": {config: layer}}``."""
+    rates = {c: {cell: {str(n): [] for n in loads} for cell in cells} for c in configs}
+    layers, errors = {}, {}
+    spec = json.dumps({"cells": list(cells), "loads": list(loads), "seconds": seconds, "repeats": repeats})
+    for r in range(rounds):
+        order = list(configs[r % len(configs):]) + list(configs[:r % len(configs)])
+        for config in order:
+            if config in errors:
+                continue
+            if progress is not None:
+                progress(f"round {r + 1}/{rounds}: {config}")
+            proc = subprocess.run([sys.executable, "-m", "vecsim.loadtable", "--child", spec],
+                                  env=_child_env(config), capture_output=True, text=True)
+            if proc.returncode != 0:
+                errors[config] = (proc.stderr.strip().splitlines() or ["exited with no message"])[-1]
+                continue
+            answer = json.loads(proc.stdout.strip().splitlines()[-1])
+            layers[config] = answer["layer"] if answer["threads"] > 1 else f"{answer['layer']}, 1 thread"
+            for cell, by_load in answer["results"].items():
+                for count, rate in by_load.items():
+                    rates[config][cell][count].append(rate)
+    return {"rates": rates, "layers": layers, "errors": errors}
+
+
+def _fmt(values) -> str:
+    from vecsim.bench import format_rate
+
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return format_rate(values[0])
+    return f"{format_rate(statistics.median(values))} ({format_rate(min(values))}-{format_rate(max(values))})"
+
+
+def format_report(measured: dict, configs, cells, loads) -> str:
+    """The table: per cell and configuration, the median steps/s and its range, per load; then the
+    ratios of the default's medians to one thread's and to the size-only choice's."""
+    from vecsim.bench import format_table
+
+    rates = measured["rates"]
+    header = ["cell"] + [f"{c} load={n}" for n in loads for c in configs]
+    rows = [[cell] + [_fmt(rates[c][cell][str(n)]) for n in loads for c in configs] for cell in cells]
+    lines = [format_table(header, rows)]
+    pairs = [(a, b) for a, b in (("default", "one-thread"), ("default", "size-only")) if a in configs and b in configs]
+    if pairs:
+        header = ["cell"] + [f"{a}/{b} load={n}" for n in loads for a, b in pairs]
+        rows = []
+        for cell in cells:
+            row = [cell]
+            for n in loads:
+                for a, b in pairs:
+                    x, y = rates[a][cell][str(n)], rates[b][cell][str(n)]
+                    row.append(f"{statistics.median(x) / statistics.median(y):.2f}" if x and y else "-")
+            rows.append(row)
+        lines += ["", format_table(header, rows)]
+    layers = ", ".join(f"{c}: {layer}" for c, layer in measured["layers"].items())
+    lines.append(f"\nmedian steps/s (range) over the rounds; a step of N envs counts N; load = busy processes, each "
+                 f"in a session of its own at nice 19. Threading layers: {layers}.")
+    for config, error in measured["errors"].items():
+        lines.append(f"{config}: not measured ({error})")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from vecsim.load import MAX_LOAD
+
+    def positive_int(text):
+        value = int(text)
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+        return value
+
+    def load_count(text):
+        value = int(text)
+        if not 0 <= value <= MAX_LOAD:
+            raise argparse.ArgumentTypeError(f"must be in [0, {MAX_LOAD}], got {text}")
+        return value
+
+    def positive_float(text):
+        value = float(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    parser = argparse.ArgumentParser(prog="python -m vecsim.loadtable", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configs", nargs="+", choices=tuple(CONFIGS), default=list(DEFAULT_CONFIGS),
+                        help="configurations (default: %(default)s)")
+    parser.add_argument("--cells", nargs="+", default=list(DEFAULT_CELLS), metavar="'GAME KIND N'",
+                        help="cells, each one quoted argument (default: %(default)s)")
+    parser.add_argument("--loads", nargs="+", type=load_count, default=[0, 2], help="busy processes (default: 0 2)")
+    parser.add_argument("--rounds", type=positive_int, default=3, help="rounds (default: %(default)s)")
+    parser.add_argument("--seconds", type=positive_float, default=1.0, help="time per cell (default: %(default)s)")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="repeats per cell, the best counts "
+                                                                         "(default: %(default)s)")
+    parser.add_argument("--json", help="also write the rates to this JSON file")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Print the idle/loaded table (``argv`` defaults to ``sys.argv[1:]``)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.child:
+        spec = json.loads(args.child)
+        print(json.dumps(measure_child(spec["cells"], spec["loads"], spec["seconds"], spec["repeats"])))
+        return 0
+    try:
+        cells = [" ".join(map(str, _parse_cell(c))) for c in args.cells]
+    except ValueError as exc:
+        parser.error(f"--cells: {exc}")
+    configs, loads = list(dict.fromkeys(args.configs)), list(dict.fromkeys(args.loads))
+    import vecsim
+    from vecsim import bench
+
+    for game, kind, _ in dict.fromkeys(_parse_cell(c) for c in cells):  # compiled (or loaded) before any timing
+        if bench.is_tetris(game):
+            vecsim.warmup(bench.full_id(game), action_mode=kind)
+        else:
+            vecsim.warmup(bench.full_id(game), kind)
+    start = time.perf_counter()
+    measured = run(configs, cells, loads, args.rounds, args.seconds, args.repeats,
+                   progress=lambda text: print(text, file=sys.stderr, flush=True))
+    print(format_report(measured, configs, cells, loads))
+    print(f"{args.rounds} rounds in {time.perf_counter() - start:.0f} s; command: python -m vecsim.loadtable "
+          + " ".join(sys.argv[1:] if argv is None else argv))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(measured, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
