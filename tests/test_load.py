@@ -167,7 +167,8 @@ def test_loadtable_refuses_bad_cells_and_formats_its_report():
 def test_loadtable_measures_a_cell_in_a_child_process():
     from vecsim import loadtable
 
-    measured = loadtable.run(["default"], ["CartPole-v1 float32 64"], [0, 1], rounds=1, seconds=0.02, repeats=1)
+    measured = loadtable.run(["default"], ["CartPole-v1 float32 64"], ["0", "1", "1t"], rounds=1, seconds=0.02,
+                             repeats=1)
     assert not measured["errors"]
     rates = measured["rates"]["default"]["CartPole-v1 float32 64"]
-    assert len(rates["0"]) == len(rates["1"]) == 1 and rates["0"][0] > 0
+    assert len(rates["0"]) == len(rates["1"]) == len(rates["1t"]) == 1 and rates["1t"][0] > 0

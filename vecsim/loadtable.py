@@ -18,6 +18,9 @@ Configurations:
 - ``workqueue``, ``workqueue-size-only``, ``tbb``, ``tbb-size-only``: other threading layers
   with and without the online choice (``tbb`` needs ``pip install tbb``; its library is put on
   ``LD_LIBRARY_PATH``, where Numba looks for it).
+
+A load is ``N`` busy processes or ``Nt``: N threads of the measuring process multiplying
+matrices with NumPy (``vecsim.load.BusyThreads``, a learner beside the envs).
 """
 
 from __future__ import annotations
@@ -71,6 +74,11 @@ def _runner(game: str, kind: str, n: int):
     return bench.vecsim_no_reset_runner(game, n, kind)
 
 
+def _load_parts(text: str) -> tuple[int, int]:
+    """A load as ``(busy processes, busy threads)``: ``"2"`` is 2 processes, ``"1t"`` one thread."""
+    return (0, int(text[:-1])) if text.endswith("t") else (int(text), 0)
+
+
 #: Seconds a new batch steps before it is timed, whatever the configuration: the kernel choice
 #: settles (a batch starts on the kernels the batch size picks) and the thread pool starts.
 SETTLE_S = 0.3
@@ -93,7 +101,8 @@ def measure_child(cells, loads, seconds: float, repeats: int) -> dict:
 
     results: dict = {cell: {} for cell in cells}
     for count in loads:
-        with load.BusyProcesses(count):
+        procs, threads = _load_parts(str(count))
+        with load.BusyProcesses(procs), load.BusyThreads(threads):
             for cell in cells:
                 with _runner(*_parse_cell(cell)) as runner:
                     _settle(runner.step)
@@ -173,8 +182,9 @@ def format_report(measured: dict, configs, cells, loads) -> str:
             rows.append(row)
         lines += ["", format_table(header, rows)]
     layers = ", ".join(f"{c}: {layer}" for c, layer in measured["layers"].items())
-    lines.append(f"\nmedian steps/s (range) over the rounds; a step of N envs counts N; load = busy processes, each "
-                 f"in a session of its own at nice 19. Threading layers: {layers}.")
+    lines.append(f"\nmedian steps/s (range) over the rounds; a step of N envs counts N; load=N: N busy processes, "
+                 f"each in a session of its own at nice 19; load=Nt: N threads of the measuring process multiplying "
+                 f"matrices with NumPy. Threading layers: {layers}.")
     for config, error in measured["errors"].items():
         lines.append(f"{config}: not measured ({error})")
     return "\n".join(lines)
@@ -190,10 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
         return value
 
     def load_count(text):
-        value = int(text)
+        try:
+            value = int(text[:-1] if text.endswith("t") else text)
+        except ValueError:
+            value = -1
         if not 0 <= value <= MAX_LOAD:
-            raise argparse.ArgumentTypeError(f"must be in [0, {MAX_LOAD}], got {text}")
-        return value
+            raise argparse.ArgumentTypeError(f"must be N or Nt with N in [0, {MAX_LOAD}], got {text!r}")
+        return f"{value}t" if text.endswith("t") else str(value)
 
     def positive_float(text):
         value = float(text)
@@ -206,7 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="configurations (default: %(default)s)")
     parser.add_argument("--cells", nargs="+", default=list(DEFAULT_CELLS), metavar="'GAME KIND N'",
                         help="cells, each one quoted argument (default: %(default)s)")
-    parser.add_argument("--loads", nargs="+", type=load_count, default=[0, 2], help="busy processes (default: 0 2)")
+    parser.add_argument("--loads", nargs="+", type=load_count, default=["0", "2"],
+                        help="loads: N busy processes, or Nt for N busy NumPy threads in the measuring process "
+                             "(default: 0 2)")
     parser.add_argument("--rounds", type=positive_int, default=3, help="rounds (default: %(default)s)")
     parser.add_argument("--seconds", type=positive_float, default=1.0, help="time per cell (default: %(default)s)")
     parser.add_argument("--repeats", type=positive_int, default=3, help="repeats per cell, the best counts "
