@@ -28,8 +28,8 @@ from gymnasium import spaces
 import vecsim
 from vecsim._codegen import load_collect_kernel, load_collect_step_kernels
 from vecsim.engine import _is_int, check_seed, parallel_min_envs
-from vecsim.threadchoice import KernelChooser, adapt_enabled, numba_threads
 from vecsim.rng import MAX_SEED
+from vecsim.threadchoice import KernelChooser, adapt_enabled, numba_threads
 
 __all__ = ["EpisodeBatch", "EpisodeCollector", "PolicyError"]
 
@@ -270,7 +270,8 @@ class EpisodeCollector:
         (``"auto"``, ``True``, ``False``) also chooses the collection kernels: ``"auto"`` runs
         a step in parallel when at least the game's ``COLLECT_PARALLEL_MIN_ENVS`` (else its
         ``PARALLEL_MIN_ENVS``) slots, for the engine's precision, are running and more than
-        one Numba thread is available. Results
+        one Numba thread is available, and times those steps to run them serially while that
+        is faster (other work keeping the cores busy; ``vecsim.threadchoice``). Results
         do not depend on it.
 
     Examples
