@@ -93,8 +93,25 @@ def _settle(step, seconds: float = SETTLE_S, calls: int = 3) -> None:
 
 
 def measure_child(cells, loads, seconds: float, repeats: int) -> dict:
-    """Steps/s of every cell at every load in this process: ``{"layer": ..., "results": {cell:
-    {load: rate}}}``."""
+    """Steps/s of every cell at every load in this process.
+
+    Parameters
+    ----------
+    cells : list of str
+        ``"GAME KIND NUM_ENVS"`` each.
+    loads : list of str
+        ``"N"`` busy processes or ``"Nt"`` busy threads each.
+    seconds : float
+        Timing per cell (``vecsim.bench.steps_per_second``).
+    repeats : int
+        Repeats per cell, the best counts.
+
+    Returns
+    -------
+    dict
+        ``{"layer": Numba's threading layer or None, "threads": NUMBA_NUM_THREADS, "results":
+        {cell: {load: steps/s}}}``.
+    """
     import numba
 
     from vecsim import bench, load
@@ -125,8 +142,25 @@ def _child_env(config: str) -> dict:
 
 
 def run(configs, cells, loads, rounds: int, seconds: float, repeats: int, progress=None) -> dict:
-    """Measure in ``rounds`` rounds of one child process per configuration; returns
-    ``{"rates": {config: {cell: {load: [rate per round]}}}, "layers": {config: layer}}``."""
+    """Measure in ``rounds`` rounds of one child process per configuration.
+
+    Parameters
+    ----------
+    configs : list of str
+        Names in ``CONFIGS``.
+    cells, loads, seconds, repeats
+        As for ``measure_child``.
+    rounds : int
+        Child processes per configuration, interleaved with the other configurations'.
+    progress : callable or None
+        Called with a line of text before each child process.
+
+    Returns
+    -------
+    dict
+        ``{"rates": {config: {cell: {load: [steps/s per round]}}}, "layers": {config: layer},
+        "errors": {config: the last line a failed child wrote}}``.
+    """
     rates = {c: {cell: {str(n): [] for n in loads} for cell in cells} for c in configs}
     layers, errors = {}, {}
     spec = json.dumps({"cells": list(cells), "loads": list(loads), "seconds": seconds, "repeats": repeats})
