@@ -149,3 +149,26 @@ def test_bench_interrupted_by_ctrl_c_leaves_no_busy_process():
             proc.communicate()
     assert proc.returncode != 0
     assert not any(alive(pid) for pid in pids)
+
+
+def test_loadtable_refuses_bad_cells_and_formats_its_report():
+    from vecsim import loadtable
+
+    for text in ("CartPole-v1 float16 4096", "CartPole-v1 float32", "Tetris-v0 float32 16", "CartPole-v1 float32 0"):
+        with pytest.raises(ValueError, match="cell"):
+            loadtable._parse_cell(text)
+    measured = {"rates": {c: {"CartPole-v1 float32 4096": {"0": [2e6, 4e6, 3e6], "2": [1e6]}}
+                          for c in ("default", "one-thread")},
+                "layers": {"default": "omp", "one-thread": "omp, 1 thread"}, "errors": {"tbb": "no TBB"}}
+    report = loadtable.format_report(measured, ["default", "one-thread"], ["CartPole-v1 float32 4096"], [0, 2])
+    assert "3M (2M-4M)" in report and "1.00" in report and "tbb: not measured (no TBB)" in report
+
+
+def test_loadtable_measures_a_cell_in_a_child_process():
+    from vecsim import loadtable
+
+    measured = loadtable.run(["default"], ["CartPole-v1 float32 64"], ["0", "1", "1t"], rounds=1, seconds=0.02,
+                             repeats=1)
+    assert not measured["errors"]
+    rates = measured["rates"]["default"]["CartPole-v1 float32 64"]
+    assert len(rates["0"]) == len(rates["1"]) == len(rates["1t"]) == 1 and rates["1t"][0] > 0

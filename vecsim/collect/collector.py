@@ -269,8 +269,9 @@ class EpisodeCollector:
         defaults to ``None`` here: only ``max_steps`` cuts episodes). ``parallel``
         (``"auto"``, ``True``, ``False``) also chooses the collection kernels: ``"auto"`` runs
         a step in parallel when at least the tuning table's ``collect`` size (else its engine
-        size; ``vecsim.engine.tuning``) of slots, for the engine's precision, are running and more than
-        one Numba thread is available. Results
+        size; ``vecsim.engine.tuning``) of slots, for the engine's precision, are running and
+        more than one Numba thread is available, and times those steps to run them serially
+        while that is faster (other work keeping the cores busy; ``vecsim.engine.chooser``). Results
         do not depend on it.
 
     Examples

@@ -31,7 +31,7 @@ ADAPT_VAR = "VECSIM_ADAPT"
 
 
 def numba_threads() -> int:
-    """The number of threads Numba's parallel kernels would use on the calling thread.
+    """The number of threads Numba's parallel kernels would use on the calling thread (``int``).
 
     Unlike ``numba.get_num_threads()``, it does not start Numba's thread pool when no parallel
     kernel has run yet (starting it on the omp layer sets the OpenMP thread count of a libgomp
@@ -45,7 +45,8 @@ def numba_threads() -> int:
 
 
 def adapt_enabled() -> bool:
-    """Whether the online choice is on (``VECSIM_ADAPT`` unset or not ``0``)."""
+    """Whether the online choice is on (``bool``): ``VECSIM_ADAPT`` unset, empty or ``1``;
+    ``0`` turns it off, and any other value raises ``ValueError`` naming it."""
     value = os.environ.get(ADAPT_VAR, "1").strip()
     if value not in ("0", "1", ""):
         raise ValueError(f"{ADAPT_VAR} must be 0 or 1, but got {ADAPT_VAR}={value!r}")
@@ -130,7 +131,15 @@ class KernelChooser:
         self._probe_lost = 0.0  # seconds the probe took more than the kernel in use would have
 
     def observe(self, seconds: float, work: float = 1.0) -> None:
-        """Record a call of the kernel ``parallel`` named: it took ``seconds`` for ``work``."""
+        """Record a call of the kernel ``parallel`` named, and choose the kernel of the next call.
+
+        Parameters
+        ----------
+        seconds : float
+            How long the call took.
+        work : float
+            What it did, in the caller's unit (> 0; a call with none is ignored).
+        """
         if work <= 0:
             return
         cost = seconds / work
