@@ -21,6 +21,7 @@ back. Both kernels compute the same results, so the choice changes only the spee
 
 from __future__ import annotations
 
+import collections
 import os
 import time
 
@@ -93,7 +94,7 @@ class KernelChooser:
     """
 
     MIN_GAP = 2  # calls between two probes at the least, however they are started
-    ALPHA = 0.25  # weight of the newest call in the running cost of the kernel in use
+    WINDOW = 9  # recent calls of the kernel in use whose median is its cost: one slow call is noise
 
     def __init__(self, on_switch=None, *, clock=time.perf_counter, probe_calls: int = 2, min_interval: int = 2,
                  max_interval: int = 1024, budget: float = 0.02, margin: float = 1.1, trigger: float = 1.5,
@@ -120,7 +121,8 @@ class KernelChooser:
         #: Switches so far, and probes so far (for tests and reports).
         self.switches = 0
         self.probes = 0
-        self._cost = None  # running cost per unit of work of the kernel in use
+        self._cost = None  # cost per unit of work of the kernel in use: the median of _recent
+        self._recent = collections.deque(maxlen=self.WINDOW)
         self._other = None  # the other kernel's cost at its last probe
         self._interval = self.min_interval
         self._since = 0  # calls of the kernel in use since the last probe
@@ -148,10 +150,14 @@ class KernelChooser:
             return
         if self._cost is None:
             # The first call ever is left out: it may start the thread pool or fault in pages.
-            self._cost = cost if self._since else None
+            if self._since:
+                self._recent.append(cost)
+                self._cost = cost
             self._since += 1
             return
-        self._cost += self.ALPHA * (cost - self._cost)
+        self._recent.append(cost)
+        ordered = sorted(self._recent)
+        self._cost = ordered[len(ordered) // 2]
         self._since += 1
         self._time_since += seconds
         if self._since < self.MIN_GAP or self._time_since < self._wait:
@@ -190,6 +196,8 @@ class KernelChooser:
             # replaces would lose about what it just lost, so the budget applies as after a probe.
             self.switches += 1
             self._cost, self._other = other, ref
+            self._recent.clear()
+            self._recent.append(other)
             self._interval = self.min_interval
             self._wait = (ref - other) * (1 + self.probe_calls) / self.budget
             return
