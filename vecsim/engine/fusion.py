@@ -111,6 +111,21 @@ def pre_step_draft_run(game_module, precision: str):
 MAX_ELAPSED = 2**31 - 1
 
 
+@njit(**EXACT_OPTIONS)
+def finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset):
+    """After env ``i``'s step: its step count (saturating), truncation by ``max_steps`` (0: none),
+    reward and flags; the one place every step kernel writes them. Small enough for LLVM to
+    inline into a vectorised loop (no float arithmetic, so one set of options serves both
+    precisions)."""
+    t = min(elapsed[i] + 1, MAX_ELAPSED)
+    elapsed[i] = t
+    truncated = max_steps > 0 and t >= max_steps
+    rewards[i] = reward
+    term[i] = terminated
+    trunc[i] = truncated
+    needs_reset[i] = terminated | truncated
+
+
 def step_run_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask"):
     """The njit function ``f(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs,
     masks, elapsed, rewards, term, trunc, needs_reset, was_done)`` of a game: one step of each
@@ -140,15 +155,7 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
                     reward, terminated = step(s, p, i, actions, events, rng)  # as step_and_write
                     write_obs(s, p, i, obs)
                     mask(s, p, i, masks)
-                    # As the per-env loop of vecsim/engine/templates/batch.py writes them (kept in its
-                    # prange body there, where the loop vectorises): change both together.
-                    t = min(elapsed[i] + 1, MAX_ELAPSED)
-                    elapsed[i] = t
-                    truncated = max_steps > 0 and t >= max_steps
-                    rewards[i] = reward
-                    term[i] = terminated
-                    trunc[i] = truncated
-                    needs_reset[i] = terminated | truncated
+                    finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
 
             _FUSED[key] = run
         return _FUSED[key]

@@ -51,7 +51,7 @@ from numba import njit, prange
 
 from vecsim.core.contract import box_finite, discrete_ok, no_mask
 from vecsim.core.jit import kernel_options
-from vecsim.engine.fusion import (MAX_ELAPSED as _MAX_ELAPSED, pre_step_draft_run, reset_and_write, step_and_write,
+from vecsim.engine.fusion import (finish_step, pre_step_draft_run, reset_and_write, step_and_write,
                                   step_run_and_write)
 from vecsim.engine.views import (address_of, c_array_at, c_distinct_array_at, f_array_at, f_distinct_array_at,
                                  overlaps)
@@ -195,19 +195,12 @@ def step_MODE(mode, max_steps, actions, step_table):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         _game.pre_step_fix_env(s, p, np.uint64(i), STEP_ACTIONS)
     # PRE STEP DRAFT END
-    # STEP PER ENV BEGIN (kept for games with KernelHints.envs_per_call = 1: this loop vectorises; its
-    # bookkeeping after the step is repeated in vecsim.engine.fusion.step_run_and_write)
+    # STEP PER ENV BEGIN (kept for games with KernelHints.envs_per_call = 1: this loop vectorises)
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         if not (mode == NEXT_STEP and STEP_USES_RNG and was_done[i]):
             reward, terminated = _step_and_write(s, p, np.uint64(i), STEP_ACTIONS, events, rng, obs, masks)
-            t = min(elapsed[i] + 1, _MAX_ELAPSED)
-            elapsed[i] = t
-            truncated = max_steps > 0 and t >= max_steps
-            rewards[i] = reward
-            term[i] = terminated
-            trunc[i] = truncated
-            needs_reset[i] = terminated | truncated
+            finish_step(np.uint64(i), reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
     # STEP PER ENV END
     # STEP RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1: the same steps, one call a run)
     for c in prange((n + RUN_LENGTH - 1) // RUN_LENGTH):
