@@ -264,8 +264,18 @@ def _lock_and_spawn(s, p, i, t, r, y, x, events, rng):
     s.can_hold[i] = True
     advance(s, i, rng, param(p.randomizer, i) > 0)
     ok = spawn(s, i)
+    if not ok:
+        _end_game(s, i)
     reward = np.float64(LINE_SCORES[lines]) if param(p.scoring, i) > 0 else np.float64(lines)
     return reward, not ok
+
+
+@exact(inline="always")
+def _end_game(s, i):
+    """A game that ended (its piece could not spawn) has no pose with a cost; its mask is the
+    engine's (all True after termination)."""
+    for a in range(s.cost.shape[1]):
+        s.cost[i, a] = -1
 
 
 @exact(inline="always")
@@ -284,7 +294,10 @@ def step_env(s, p, i, actions, events, rng):
         if a == _planner.HOLD:
             if _can_hold(s, p, i):
                 events[i, EV_HOLDS] = 1
-                return 0.0, not do_hold(s, i, rng, use_bag)
+                ok = do_hold(s, i, rng, use_bag)
+                if not ok:
+                    _end_game(s, i)
+                return 0.0, not ok
             a = _planner.NOOP
         t = np.int64(s.piece[i])
         kicks = 5 if param(p.rotation, i) > 0 else 1
@@ -394,20 +407,6 @@ def _reach_mask(s, p, i, masks, hold_ok):
 
 
 @exact(inline="always")
-def _game_over_mask(s, i, masks):
-    """Whether env ``i``'s game is over (its piece could not spawn); then its mask is all True,
-    so that a masked policy (MaskablePPO) never sees a row without a legal action (the next
-    action only resets the env), and no pose has a cost."""
-    if not blocked(s.rows, i, np.int64(s.piece[i]), np.int64(s.rot[i]), np.int64(s.y[i]), np.int64(s.x[i])):
-        return False
-    for a in range(masks.shape[1]):
-        masks[i, a] = True
-    for a in range(s.cost.shape[1]):
-        s.cost[i, a] = -1
-    return True
-
-
-@exact(inline="always")
 def _placement_free_mask(s, p, i, masks, mode):
     """The mask of primitive (``mode == PRIMITIVE``) or drop mode."""
     if mode == PRIMITIVE:
@@ -420,8 +419,6 @@ def _placement_free_mask(s, p, i, masks, mode):
 
 @exact
 def write_mask(s, p, i, masks):
-    if _game_over_mask(s, i, masks):
-        return
     mode = np.int64(param(p.action_mode, i))
     if mode == REACH:
         _reach_mask(s, p, i, masks, _can_hold(s, p, i))
@@ -434,8 +431,7 @@ def write_mask_without_planner(s, p, i, masks):
     """``write_mask`` for a batch in primitive or drop mode: the same masks, without the reach
     planner, which Numba would otherwise compile into every kernel (the larger part of a cold
     first step)."""
-    if not _game_over_mask(s, i, masks):
-        _placement_free_mask(s, p, i, masks, np.int64(param(p.action_mode, i)))
+    _placement_free_mask(s, p, i, masks, np.int64(param(p.action_mode, i)))
 
 
 def kernel_functions(p) -> dict:

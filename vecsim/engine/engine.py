@@ -356,7 +356,7 @@ class Engine:
         self._min_parallel_resets = PARALLEL_MIN_RESETS * launch_factor() if self.parallel else 0
         self._parallel_resets = self._min_parallel_resets
         self._observe_kernel = getattr(kernels, f"observe_{suffix}")
-        self._observe_args = (self.obs, self.masks, self._P) + state
+        self._observe_args = (self.obs, self.masks, self.terminals, self.needs_reset, self._P) + state
         if f"observe_{suffix}" in kernels.PADDED:
             self._observe_args += (np.zeros(1),)  # see vecsim.engine.codegen.LEAKY_ARG_COUNT
         #: The online choice between the parallel and the serial step kernels
@@ -745,10 +745,10 @@ class Engine:
             return
         _, rewards, terminals, truncations = self._detached
         self._detached = None
-        self._observe_kernel(*self._observe_args)
         np.copyto(self.rewards, rewards)
-        np.copyto(self.terminals, terminals)
+        np.copyto(self.terminals, terminals)  # before observing: a terminated env's mask is all True
         np.copyto(self.truncations, truncations)
+        self._observe_kernel(*self._observe_args)
 
     def kernel_source(self) -> str:
         """The Python source of this engine's kernel module, as ``vecsim.engine.codegen``

@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from vecsim.core.jit import EXACT_OPTIONS, kernel_options
+from vecsim.core.contract import no_mask
 from vecsim.engine.game import contract_function
 
 _FUSED: dict = {}
@@ -53,6 +54,19 @@ def step_parts(game_module, step_name: str, precision: str, mask_name: str = "wr
         return _FUSED[key]
 
 
+@njit(**EXACT_OPTIONS)
+def all_legal(i, masks):
+    """Env ``i``'s mask all True: the mask of an env whose episode has terminated, in every
+    masked game (the next action only resets it, and a masked policy never sees a row without
+    a legal action)."""
+    for k in range(masks.shape[1]):
+        masks[i, k] = True
+
+
+def _has_mask(game_module, mask_name: str) -> bool:
+    return contract_function(game_module, mask_name) is not no_mask
+
+
 def step_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask"):
     """The njit function ``f(s, p, i, actions, events, rng, obs, masks) -> (reward, terminated)``
     of a game: its step (``step_name``: ``"step_env"`` or ``"step_env_fast"``), then
@@ -71,12 +85,23 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
 
-            @njit(**opts)
-            def fused(s, p, i, actions, events, rng, obs, masks):
-                reward, terminated = step(s, p, i, actions, events, rng)
-                write_obs(s, p, i, obs)
-                mask(s, p, i, masks)
-                return reward, terminated
+            if _has_mask(game_module, mask_name):
+                @njit(**opts)
+                def fused(s, p, i, actions, events, rng, obs, masks):
+                    reward, terminated = step(s, p, i, actions, events, rng)
+                    write_obs(s, p, i, obs)
+                    if terminated:
+                        all_legal(i, masks)
+                    else:
+                        mask(s, p, i, masks)
+                    return reward, terminated
+            else:  # no branch in a step loop that vectorises
+                @njit(**opts)
+                def fused(s, p, i, actions, events, rng, obs, masks):
+                    reward, terminated = step(s, p, i, actions, events, rng)
+                    write_obs(s, p, i, obs)
+                    mask(s, p, i, masks)
+                    return reward, terminated
 
             _FUSED[key] = fused
         return _FUSED[key]
@@ -154,7 +179,10 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
                         continue
                     reward, terminated = step(s, p, i, actions, events, rng)  # as step_and_write
                     write_obs(s, p, i, obs)
-                    mask(s, p, i, masks)
+                    if terminated:
+                        all_legal(i, masks)  # a no-op for a game without masks (masks has no columns)
+                    else:
+                        mask(s, p, i, masks)
                     finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
 
             _FUSED[key] = run

@@ -51,7 +51,7 @@ from numba import njit, prange
 
 from vecsim.core.contract import box_finite, discrete_ok, no_mask
 from vecsim.core.jit import kernel_options
-from vecsim.engine.fusion import (finish_step, pre_step_draft_run, reset_and_write, step_and_write,
+from vecsim.engine.fusion import (all_legal, finish_step, pre_step_draft_run, reset_and_write, step_and_write,
                                   step_run_and_write)
 from vecsim.engine.views import (address_of, c_array_at, c_distinct_array_at, f_array_at, f_distinct_array_at,
                                  overlaps)
@@ -283,13 +283,17 @@ def reset_MODE(words, seed_mode, seed, reset_table):
 
 
 @njit(**OPTS_MODE)
-def observe_MODE(obs, masks, P, STATE_ARGS):
-    """Rewrite every env's observation and mask from its state (after a state write)."""
+def observe_MODE(obs, masks, term, needs_reset, P, STATE_ARGS):
+    """Rewrite every env's observation and mask from its state (after a state write); the mask
+    of an env whose episode terminated and awaits its reset is all True, as the step left it."""
     n = obs.shape[0]
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         _game.write_obs(s, p, np.uint64(i), obs)
-        MASK_FN(s, p, np.uint64(i), masks)
+        if term[i] and needs_reset[i]:
+            all_legal(np.uint64(i), masks)
+        else:
+            MASK_FN(s, p, np.uint64(i), masks)
 
 
 # KERNELS END

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from vecsim.core.contract import box_finite, discrete_ok, no_mask, no_pre_step
-from vecsim.engine.fusion import inline_if_same_semantics, step_parts
+from vecsim.engine.fusion import all_legal, inline_if_same_semantics, step_parts
 from vecsim.core.jit import kernel_options
 from vecsim.core.rng import seed_env
 
@@ -74,7 +74,10 @@ def _play_slot(s, p, w, seeds, max_steps, env_max_steps, obs_out, act_out, rew_o
             PRE_STEP(s, p, w, actions)
             reward, terminated = _step_inline(s, p, w, actions, events, rng)  # as vecsim.engine.fusion.step_and_write
             _write_obs(s, p, w, obs)
-            _mask_inline(s, p, w, masks)
+            if terminated:
+                all_legal(w, masks)  # as vecsim.engine.fusion.step_and_write
+            else:
+                _mask_inline(s, p, w, masks)
             rew_out[j, t] = reward
             t += 1
             truncated = env_max_steps > 0 and t >= env_max_steps
