@@ -152,7 +152,7 @@ def test_bench_interrupted_by_ctrl_c_leaves_no_busy_process():
 
 
 def test_loadtable_refuses_bad_cells_and_formats_its_report():
-    from vecsim import loadtable
+    from vecsim.bench import loadtable
 
     for text in ("CartPole-v1 float16 4096", "CartPole-v1 float32", "Tetris-v0 float32 16", "CartPole-v1 float32 0"):
         with pytest.raises(ValueError, match="cell"):
@@ -165,7 +165,7 @@ def test_loadtable_refuses_bad_cells_and_formats_its_report():
 
 
 def test_loadtable_measures_a_cell_in_a_child_process():
-    from vecsim import loadtable
+    from vecsim.bench import loadtable
 
     measured = loadtable.run(["default"], ["CartPole-v1 float32 64"], ["0", "1", "1t"], rounds=1, seconds=0.02,
                              repeats=1)
