@@ -74,6 +74,31 @@ def test_bench_prints_a_row_per_precision_with_a_ratio(tmp_path):
     assert all(r["steps_per_s"] is None or r["steps_per_s"] > 0 for r in record["results"])
 
 
+def test_bench_times_a_game_with_bench_variants_per_variant_beside_its_peers(tmp_path):
+    # Tetris declares its action modes as BENCH_VARIANTS; tetris-gymnasium is its peer by env id.
+    from vecsim.bench import peers
+
+    out = tmp_path / "bench.json"
+    proc = run_vecsim("bench", "--seconds", 0.05, "--repeats", 1, "--num-envs", 16, "--games", "Tetris-v0",
+                      "--json", out)
+    header = next(line for line in proc.stdout.splitlines() if line.startswith("game"))
+    assert [cell.strip() for cell in header.split("  ") if cell.strip()] == [
+        "game", "num_envs", "primitive steps/s", "drop steps/s", "reach steps/s", "tetris-gymnasium jax steps/s",
+        "x primitive vs jax"]
+    assert "x vs gymnasium" not in proc.stdout  # no row per precision
+    row, = table_rows(proc.stdout, "Tetris-v0")
+    assert row[1] == "16" and all(cell != "-" for cell in row[2:5])
+    installed = peers.tetris_gymnasium_available()
+    assert ("tetris-gymnasium: not installed" in proc.stdout) != installed
+    assert (row[-1].endswith("x") if installed else row[-3:] == ["not", "installed", "-"])
+    record = json.loads(out.read_text())
+    rates = {(r["impl"], r["precision"]): r["steps_per_s"] for r in record["results"]}
+    assert {key for key in rates if key[0].startswith("vecsim")} == {
+        ("vecsim primitive", "float64"), ("vecsim drop", "float64"), ("vecsim reach", "float64")}
+    assert all(rates[key] > 0 for key in rates if key[0].startswith("vecsim"))
+    assert set(record["tetris_gymnasium"]) == {"tetris-gymnasium", "jax", "jaxlib"}
+
+
 def test_bench_rejects_an_unknown_game_by_name():
     proc = run_vecsim("bench", "--games", "NoSuchGame-v0", check=False)
     assert proc.returncode == 2

@@ -3,8 +3,9 @@
 ``vecsim demo`` runs every game with random actions through ``gymnasium.make_vec``, prints
 its throughput and writes a PNG of rendered frames. ``vecsim bench`` measures steps per
 second against Gymnasium (and EnvPool when installed) with the functions of
-``vecsim.bench``, which the asv suite in ``asv_bench/`` uses too; Tetris-v0 gets its own
-table, per action mode, against tetris-gymnasium's JAX env when that is installed.
+``vecsim.bench``, which the asv suite in ``asv_bench/`` uses too; a game that declares
+``BENCH_VARIANTS`` gets a table of its own, a column per variant, beside the peers
+``vecsim.bench.peers`` lists for it when they are installed.
 ``vecsim warmup`` compiles kernels into the on-disk cache ahead of time (an image build, a CI
 cache), several games at once. ``vecsim calibrate`` times each game's serial and parallel
 kernels on this machine and saves the batch size from which ``parallel="auto"`` picks the
@@ -80,7 +81,7 @@ def _warmup_timed(game_id: str, precision: str = "float64") -> float:
 
 def _compile_weight(game_id: str) -> int:
     """A guess at how long a game's kernels take to compile: the size of its own source (a
-    game package's every file), which puts Tetris far ahead of the classic games."""
+    game package's every file), which puts a game package far ahead of a one-module game."""
     import pathlib
 
     import vecsim
@@ -308,7 +309,7 @@ def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):
     try:
         env.reset(seed=0)
         engine = env.unwrapped.engine
-        if engine.n_mask:  # Tetris: legal actions only
+        if engine.n_mask:  # a masked game: legal actions only
             choose = bench.LegalActions(engine.masks)
         else:
             batches = bench.action_batches(env.single_action_space, num_envs)
@@ -436,54 +437,52 @@ def _ratio(ours, theirs) -> str:
     return f"{ours / max(theirs):.1f}x"
 
 
-#: Columns of the Tetris table of ``vecsim bench``.
-TETRIS_HEADER = ["game", "num_envs", "primitive steps/s", "drop decisions/s", "reach decisions/s",
-                 "tetris-gymnasium jax steps/s", "x primitive vs jax"]
+def _variant_key(game_id: str, n: int, impl: str):
+    """The results key of one cell of a game's variant table (a peer's precision is ``None``)."""
+    for variant in bench.bench_variants(game_id):
+        if impl == bench.variant_impl(variant):
+            return game_id, n, impl, bench.variant_precision(game_id, variant)
+    return game_id, n, impl, None
 
 
-def _tetris_key(impl: str, n: int, game_id: str):
-    return game_id, n, impl, (None if impl == bench.TETRIS_GYMNASIUM else "float64")
-
-
-def _print_tetris(tetris: list[str], args, results: dict, with_peer: bool) -> None:
+def _print_variant_table(game_id: str, args, results: dict) -> None:
+    """The table of a game that declares ``BENCH_VARIANTS``: steps/s per variant, then its peers."""
+    variants = bench.bench_variants(game_id)
+    peers = bench.variant_peers(game_id)
+    installed = {peer.name: peer.available() for peer in peers}
+    header = (["game", "num_envs"] + [f"{v} steps/s" for v in variants] + [f"{p.name} steps/s" for p in peers]
+              + [f"x {p.compare_with} vs {p.short}" for p in peers])
     rows = []
-    for game_id in tetris:
-        for n in args.num_envs:
-            ours = [results[_tetris_key(impl, n, game_id)] for impl in bench.TETRIS_VECSIM]
-            peer = results[_tetris_key(bench.TETRIS_GYMNASIUM, n, game_id)] if with_peer else None
-            rows.append([_short(game_id), n] + [bench.format_rate(v) for v in ours]
-                        + [bench.format_rate(peer) if with_peer else "not installed",
-                           _ratio(ours[0], [peer] if peer else [])])
-    print(bench.format_table(TETRIS_HEADER, rows))
-    print(f"\nTetris-v0: vecsim Engine.step (NEXT_STEP autoreset, float64: --precision applies to the other games), "
-          f"guideline rules (SRS, 7-bag, hold, queue 5); "
-          f"best of {args.repeats} repeats in about {args.seconds:g} s per cell; a step of N envs counts N.\n"
-          f"primitive = one input per step, random in [0, 8); drop and reach = one placement decision per step, a "
-          f"random legal action (argmax of random keys x action mask, chosen inside the timed step).\n"
-          f"tetris-gymnasium jax = tetris_fn.step under jax.jit(jax.vmap(...)) on CPU, random inputs in [0, 7), "
-          f"each step blocked on (block_until_ready), compile excluded; no hold, no autoreset "
-          f"(a finished game stays as it is).\n"
-          f"x primitive vs jax = vecsim primitive / tetris-gymnasium jax at the same num_envs.")
-    if not with_peer:
-        print("tetris-gymnasium: not installed (it needs the tetris-gymnasium and jax packages), left out.")
-
-
-def _tetris_versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = {}
-    for name in ("tetris-gymnasium", "jax", "jaxlib"):
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = None
-    return found
+    for n in args.num_envs:
+        ours = {v: results[_variant_key(game_id, n, bench.variant_impl(v))] for v in variants}
+        theirs = {p.name: results[_variant_key(game_id, n, p.name)] if installed[p.name] else None for p in peers}
+        rows.append([_short(game_id), n] + [bench.format_rate(v) for v in ours.values()]
+                    + [bench.format_rate(theirs[p.name]) if installed[p.name] else "not installed" for p in peers]
+                    + [_ratio(ours.get(p.compare_with), [theirs[p.name]] if theirs[p.name] else []) for p in peers])
+    print(bench.format_table(header, rows))
+    made = "; ".join(f"{v} = {', '.join(f'{k}={x!r}' for k, x in kw.items()) or 'the defaults'}"
+                     for v, kw in variants.items())
+    print(f"\n{_short(game_id)}: vecsim Engine.step (NEXT_STEP autoreset), one column per variant of its "
+          f"BENCH_VARIANTS ({made}; float64 unless a variant sets precision: --precision applies to the games "
+          f"timed per precision); best of {args.repeats} repeats in about {args.seconds:g} s per cell; a step of N "
+          f"envs counts N (one action per env, a whole decision where the variant's action is one).\n"
+          f"random actions drawn ahead of time, or where the variant refuses actions outside its mask a random legal "
+          f"action (argmax of random keys x action mask, chosen inside the timed step).")
+    for peer in peers:
+        print(peer.description)
+        print(f"x {peer.compare_with} vs {peer.short} = vecsim {peer.compare_with} / {peer.name} at the same "
+              f"num_envs.")
+    for peer in peers:
+        if not installed[peer.name]:
+            print(peer.missing)
 
 
 def _operant_peer(python):
-    """``bench.open_operant(python)``, its error as the command's."""
+    """``peers.open_operant(python)``, its error as the command's."""
+    from vecsim.bench import peers
+
     try:
-        return bench.open_operant(python)
+        return peers.open_operant(python)
     except RuntimeError as exc:
         raise SystemExit(f"vecsim bench: {exc}") from None
 
@@ -516,13 +515,14 @@ def _load_line(args) -> str:
 
 
 def cmd_bench(args) -> int:
+    from vecsim.bench import peers
+
     games = _game_list(args.games)
-    # Tetris-v0 has its own table: steps/s per action mode, against tetris-gymnasium's JAX env.
-    tetris = [g for g in games if bench.is_tetris(g)]
-    games = [g for g in games if g not in tetris]
+    # A game that declares BENCH_VARIANTS has its own table: steps/s per variant, beside its peers.
+    by_variant = [g for g in games if bench.bench_variants(g)]
+    games = [g for g in games if g not in by_variant]
     precisions = list(dict.fromkeys(args.precision))
-    with_envpool = bench.envpool_available()
-    with_peer = bool(tetris) and bench.tetris_gymnasium_available()
+    with_envpool = peers.envpool_available()
     operant = _operant_peer(args.operant_python) if games else None
     baselines = ([bench.GYM_VECTOR, bench.GYM_SYNC] + ([bench.ENVPOOL] if with_envpool else [])
                  + ([bench.OPERANT] if operant else []))
@@ -532,18 +532,19 @@ def cmd_bench(args) -> int:
             for precision in precisions:
                 tasks += [(game_id, n, bench.VECSIM_STEP, precision), (game_id, n, bench.VECSIM_NO_RESET, precision)]
             tasks += [(game_id, n, impl, None) for impl in baselines]
-    tetris_impls = list(bench.TETRIS_VECSIM) + ([bench.TETRIS_GYMNASIUM] if with_peer else [])
-    tetris_tasks = [(game_id, n, impl) for game_id in tetris for n in args.num_envs for impl in tetris_impls]
-    progress = Progress(len(games) * len(precisions) + len(tasks) + len(tetris) + len(tetris_tasks),
+    variant_tasks = [(game_id, n, impl) for game_id in by_variant for n in args.num_envs
+                     for impl in bench.variant_implementations(game_id)]
+    warm_variants = [(game_id, variant) for game_id in by_variant for variant in bench.bench_variants(game_id)]
+    progress = Progress(len(games) * len(precisions) + len(tasks) + len(warm_variants) + len(variant_tasks),
                         enabled=not args.no_progress)
     for game_id in games:
         for precision in precisions:
             progress.show(f"warming up {_short(game_id)} {precision}")
             _warmup_timed(game_id, precision)
             progress.advance()
-    for game_id in tetris:
-        progress.show(f"warming up {_short(game_id)}")
-        _warmup_timed(game_id)
+    for game_id, variant in warm_variants:
+        progress.show(f"warming up {_short(game_id)} {variant}")
+        vecsim.warmup(game_id, **bench.bench_variants(game_id)[variant])
         progress.advance()
     results = {}
     with _competing_load(args, progress):
@@ -560,9 +561,10 @@ def cmd_bench(args) -> int:
         finally:
             if operant:
                 operant.close()
-        for game_id, n, impl in tetris_tasks:
+        for game_id, n, impl in variant_tasks:
             progress.show(f"{_short(game_id)} num_envs={n} {impl}")
-            results[_tetris_key(impl, n, game_id)] = bench.measure_tetris(impl, n, args.seconds, args.repeats)
+            results[_variant_key(game_id, n, impl)] = bench.measure_variant(impl, game_id, n, args.seconds,
+                                                                            args.repeats)
             progress.advance()
     progress.finish()
 
@@ -597,16 +599,16 @@ def cmd_bench(args) -> int:
             where = (f"in Python {operant.versions['python']} ({operant.python}), numpy {operant.versions['numpy']}"
                      if operant.python else "in this Python")
             print(f"operant = operant {operant.versions['operant']}'s vector env .step (float32 SIMD, one "
-                  f"worker thread, its own autoreset), {where}; for CartPole, MountainCar and Pendulum only.\n"
+                  f"worker thread, its own autoreset), {where}; for {', '.join(peers.OPERANT_ENVS)} only.\n"
                   f"x no_reset vs operant = vecsim float32 step_no_reset / operant at the same num_envs (operant "
                   f"computes in float32 only; vecsim's float64 kernels are bit-exact with Gymnasium).")
         else:
             print("operant: not installed, left out (on Linux, --operant-python with a CPython 3.8 that has it: "
                   "see docs/performance.md#operant).")
-    if tetris:
-        if games:
+    for k, game_id in enumerate(by_variant):
+        if games or k:
             print()
-        _print_tetris(tetris, args, results, with_peer)
+        _print_variant_table(game_id, args, results)
     print(_load_line(args))
     print(_machine_line())
     if args.json:
@@ -614,8 +616,8 @@ def cmd_bench(args) -> int:
                   "load": args.load, "load_threads": args.load_threads,
                   "results": [{"game": g, "num_envs": n, "impl": impl, "precision": p, "steps_per_s": v}
                               for (g, n, impl, p), v in results.items()]}
-        if tetris:
-            record["tetris_gymnasium"] = _tetris_versions()
+        for peer in (p for game_id in by_variant for p in bench.variant_peers(game_id)):
+            record[peer.record_key] = peer.versions()
         if operant:
             record["operant"] = dict(operant.versions, python_path=operant.python)
         with open(args.json, "w") as f:
@@ -696,8 +698,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--collector", action="store_true",
                    help="also the EpisodeCollector kernels for random and Python policies")
     w.add_argument("--param", action="append", metavar="NAME=VALUE",
-                   help="a game parameter the kernels depend on, for every game listed; repeatable "
-                        "(Tetris compiles its reach planner only with --param action_mode=reach)")
+                   help="a game parameter the kernels depend on, for every game listed; repeatable (kernels "
+                        "that depend on one, e.g. --param action_mode=reach, compile only for the values named)")
     w.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
                    help="processes compiling at once (default: the CPU count)")
     w.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -729,7 +731,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_calibrate)
 
     b = sub.add_parser("bench", help="steps/s of vecsim against Gymnasium (and EnvPool and operant when installed); "
-                                     "Tetris-v0 per action mode against tetris-gymnasium's JAX env")
+                                     "a game with BENCH_VARIANTS per variant, beside its peers")
     b.add_argument("--games", nargs="+", help="game ids (default: every game)")
     b.add_argument("--num-envs", type=_positive_int, nargs="+", default=list(bench.NUM_ENVS),
                    help="batch sizes (default: %(default)s)")

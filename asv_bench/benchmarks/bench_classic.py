@@ -11,7 +11,7 @@ import tempfile
 
 # vecsim through common: it makes the checkout importable where asv installed nothing.
 from .common import (FIRST_STEP_NUM_ENVS, GAMES, LARGE_NUM_ENVS, NUM_ENVS, bench, cache_setup_code, fill_cache,
-                     first_step_code, vecsim)
+                     first_step_code, peers, vecsim)
 
 
 class Step:
@@ -135,16 +135,16 @@ class SpeedupVsOperant:
     CPython 3.8: see docs/performance.md#operant), else in this one where it imports; skipped where neither.
     """
 
-    params = (tuple(g for g in GAMES if bench.reference_id(g) in bench.OPERANT_ENVS), NUM_ENVS)
+    params = (tuple(g for g in GAMES if bench.reference_id(g) in peers.OPERANT_ENVS), NUM_ENVS)
     param_names = ("game", "num_envs")
 
     def setup(self, game, num_envs):
         try:
-            operant = bench.open_operant()
+            operant = peers.open_operant()
         except RuntimeError as exc:
             raise NotImplementedError(str(exc)) from None
         if operant is None:
-            raise NotImplementedError(f"operant is not installed here (nor {bench.OPERANT_PYTHON_VAR} set)")
+            raise NotImplementedError(f"operant is not installed here (nor {peers.OPERANT_PYTHON_VAR} set)")
         self.operant = operant
         vecsim.warmup(game, precision="float32")
         self.ours = bench.vecsim_no_reset_runner(game, num_envs, precision="float32")

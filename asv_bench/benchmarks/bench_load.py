@@ -17,16 +17,17 @@ from .common import bench, vecsim
 from vecsim.bench import load  # noqa: E402  (after common has made vecsim importable)
 
 LOADS = (0, 2)
-#: (game, action mode or precision, num_envs).
+#: (game, variant (its BENCH_VARIANTS) or precision, num_envs).
 CASES = ("Tetris-v0 primitive 4096", "CartPole-v1 float32 4096", "CartPole-v1 float32 65536")
 
 
 def _runner(case: str):
     game, kind, num_envs = case.split()
     num_envs = int(num_envs)
-    if game == bench.TETRIS_ID:
-        vecsim.warmup(bench.full_id(game))
-        return bench.tetris_runner(kind, num_envs), num_envs
+    variants = bench.bench_variants(game)
+    if variants:
+        vecsim.warmup(bench.full_id(game), **variants[kind])
+        return bench.variant_runner(game, kind, num_envs), num_envs
     vecsim.warmup(bench.full_id(game), precision=kind)
     return bench.vecsim_no_reset_runner(game, num_envs, precision=kind), num_envs
 

@@ -4,8 +4,9 @@
 ``reach`` steps place one piece per env, a random legal placement chosen by
 ``bench.LegalActions`` (an argmax of random keys times the action mask, into preallocated
 buffers) inside the timed step, so their steps/s are placement decisions per second. Every
-step is ``Engine.step`` (NEXT_STEP autoreset). The kernels are compiled (or loaded from the
-cache) in ``setup``, never inside a timed call.
+step is ``Engine.step`` (NEXT_STEP autoreset), through ``bench.variant_runner`` (the modes are
+Tetris's ``BENCH_VARIANTS``). The kernels are compiled (or loaded from the cache) in ``setup``,
+never inside a timed call. tetris-gymnasium's driver is in ``vecsim.bench.peers``.
 
 ``SpeedupVsTetrisGymnasium`` runs only where tetris-gymnasium and JAX are installed (they are
 no dependency of vecsim), and ``Dellacherie`` only where ``vecsim.games.tetris.agent`` exists.
@@ -16,15 +17,16 @@ from __future__ import annotations
 import numpy as np
 
 # vecsim through common: it makes the checkout importable where asv installed nothing.
-from .common import bench, vecsim
+from .common import bench, peers, vecsim
 
 try:
     from vecsim.games.tetris.agent import dellacherie_actions
 except ImportError:
     dellacherie_actions = None
 
-GAME = bench.full_id(bench.TETRIS_ID)
-MODES = bench.TETRIS_MODES
+GAME = bench.full_id("Tetris-v0")
+#: Its action modes, as it declares them for benchmarks (BENCH_VARIANTS).
+MODES = tuple(bench.bench_variants(GAME))
 PLACEMENT_MODES = ("drop", "reach")
 #: A small batch and a large one (below and above Tetris's parallel threshold of 64: the serial
 #: kernel and the parallel one).
@@ -52,7 +54,7 @@ class TetrisStep(_Tetris):
 
     def setup(self, action_mode, num_envs):
         vecsim.warmup(GAME)
-        self.runner = bench.tetris_runner(action_mode, num_envs)
+        self.runner = bench.variant_runner(GAME, action_mode, num_envs)
         self.runner.step()
 
     def teardown(self, action_mode, num_envs):
@@ -102,11 +104,11 @@ class SpeedupVsTetrisGymnasium(_Tetris):
     param_names = ("num_envs",)
 
     def setup(self, num_envs):
-        if not bench.tetris_gymnasium_available():
+        if not peers.tetris_gymnasium_available():
             raise NotImplementedError("tetris-gymnasium and jax are not installed")
         vecsim.warmup(GAME)
-        self.theirs = bench.tetris_gymnasium_runner(num_envs)
-        self.ours = bench.tetris_runner("primitive", num_envs)
+        self.theirs = peers.tetris_gymnasium_runner(num_envs)
+        self.ours = bench.variant_runner(GAME, "primitive", num_envs)
 
     def teardown(self, num_envs):
         self._close("ours", "theirs")

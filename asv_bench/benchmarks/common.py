@@ -23,6 +23,7 @@ else:
     REPO_ROOT = None
 
 from vecsim.bench import measure as bench  # noqa: E402
+from vecsim.bench import peers  # noqa: E402, F401  (the benchmark modules take it from here)
 
 GAMES = tuple(vecsim.game_ids())
 NUM_ENVS = bench.NUM_ENVS

@@ -92,6 +92,9 @@ PRESETS = {
 }
 #: What ``vecsim demo`` plays besides random actions: (name, batched agent, engine arguments).
 DEMO_AGENT = ("dellacherie", "vecsim.games.tetris.agent:dellacherie_actions", {"action_mode": "drop"})
+#: ``vecsim bench`` times each action mode in a column of its own (a step is a placement
+#: decision in drop and reach mode).
+BENCH_VARIANTS = {mode: {"action_mode": mode} for mode in ACTION_MODES}
 #: Parameters that shape the spaces or choose kernel_functions: one value for the whole batch.
 STRUCTURAL = ("action_mode", "hold", "queue")
 

@@ -16,6 +16,7 @@ import textwrap
 import pytest
 
 from vecsim.bench import measure as bench
+from vecsim.bench import peers
 
 from test_cli import run_vecsim, table_rows
 
@@ -79,18 +80,36 @@ def stand_in(tmp_path, monkeypatch):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: operant\nVersion: 0.3.3\n")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    monkeypatch.delenv(bench.OPERANT_PYTHON_VAR, raising=False)
+    monkeypatch.delenv(peers.OPERANT_PYTHON_VAR, raising=False)
     return tmp_path
 
 
-def test_bench_module_stays_loadable_by_python_3_8():
-    # operant's Linux wheel runs on CPython 3.8 only, and OperantProcess runs this file there.
-    source = pathlib.Path(bench.__file__).read_text()
-    ast.parse(source, feature_version=(3, 8))
+def test_bench_modules_stay_loadable_by_python_3_8():
+    # operant's Linux wheel runs on CPython 3.8 only, and OperantProcess runs these files there.
+    for module in (bench, peers):
+        ast.parse(pathlib.Path(module.__file__).read_text(), feature_version=(3, 8))
+    ast.parse((pathlib.Path(peers.__file__).parent / "__init__.py").read_text(), feature_version=(3, 8))
+
+
+def test_the_operant_worker_runs_where_vecsim_does_not_import(stand_in):
+    # The worker loads vecsim/bench as a package of its own: peers.py and measure.py must not
+    # import vecsim at module level. Here ``import vecsim`` fails, as in operant's Python 3.8.
+    import subprocess
+
+    init = pathlib.Path(peers.__file__).parent / "__init__.py"
+    code = "import sys; sys.modules['vecsim'] = None; " + peers._SERVE
+    request = '{"env": "CartPole-v1", "num_envs": 16, "seconds": 0.05, "repeats": 1}\n'
+    proc = subprocess.run([sys.executable, "-c", code, str(init)], input=request, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    hello, answer = map(json.loads, proc.stdout.splitlines())
+    assert hello["operant"] == "0.3.3" and answer["steps_per_s"] > 0
 
 
 def test_an_operant_process_measures_its_envs_and_answers_none_for_others(stand_in):
-    with bench.OperantProcess(sys.executable) as proc:
+    with peers.OperantProcess(sys.executable) as proc:
         assert proc.versions["operant"] == "0.3.3"
         assert proc.versions["python"] == ".".join(map(str, sys.version_info[:3]))
         # Discrete actions go as int32 (num_envs,), Box ones as float32 (num_envs,): what
@@ -116,22 +135,22 @@ def test_an_operant_process_measures_its_envs_and_answers_none_for_others(stand_
 def test_a_python_that_cannot_run_operant_is_an_error_naming_it(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # no operant there
     with pytest.raises(RuntimeError, match=f"operant does not import in '{sys.executable}'"):
-        bench.OperantProcess(sys.executable)
+        peers.OperantProcess(sys.executable)
     missing = str(tmp_path / "no-python")
     with pytest.raises(RuntimeError, match=f"cannot run the operant Python '{missing}'"):
-        bench.OperantProcess(missing)
+        peers.OperantProcess(missing)
     broken = tmp_path / "broken.sh"
     broken.write_text("#!/bin/sh\necho 'no such module: numpy' >&2\nexit 1\n")
     broken.chmod(0o755)
     with pytest.raises(RuntimeError, match="exited before it answered: no such module: numpy"):
-        bench.OperantProcess(str(broken))
+        peers.OperantProcess(str(broken))
 
 
 def test_open_operant_follows_the_environment_variable(stand_in, monkeypatch):
-    assert bench.open_operant() is None or isinstance(bench.open_operant(), bench.OperantHere)
-    monkeypatch.setenv(bench.OPERANT_PYTHON_VAR, sys.executable)
-    with bench.open_operant() as proc:
-        assert isinstance(proc, bench.OperantProcess) and proc.python == sys.executable
+    assert peers.open_operant() is None or isinstance(peers.open_operant(), peers.OperantHere)
+    monkeypatch.setenv(peers.OPERANT_PYTHON_VAR, sys.executable)
+    with peers.open_operant() as proc:
+        assert isinstance(proc, peers.OperantProcess) and proc.python == sys.executable
 
 
 def test_bench_shows_operant_beside_vecsim(stand_in, tmp_path):
@@ -169,8 +188,8 @@ def test_bench_refuses_an_operant_python_without_operant(tmp_path):
 
 
 def test_bench_without_operant_says_it_left_it_out(tmp_path, monkeypatch):
-    monkeypatch.delenv(bench.OPERANT_PYTHON_VAR, raising=False)
-    if bench.operant_available():
+    monkeypatch.delenv(peers.OPERANT_PYTHON_VAR, raising=False)
+    if peers.operant_available():
         pytest.skip("operant imports in this Python")
     proc = run_vecsim("bench", "--seconds", 0.05, "--repeats", 1, "--num-envs", 16, "--precision", "float32",
                       "--games", "CartPole-v1")

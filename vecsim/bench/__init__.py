@@ -1,3 +1,5 @@
-"""Measurement: throughput against peers (``measure``) and the parallel-threshold calibration
-(``calibrate``) that fills the engine's tuning table. Imported by ``vecsim bench`` and
-``vecsim calibrate``, never by the engine."""
+"""Measurement: throughput against peers (``measure``; the other libraries' drivers in
+``peers``, keyed by Gymnasium env id) and the parallel-threshold calibration (``calibrate``)
+that fills the engine's tuning table. Imported by ``vecsim bench`` and ``vecsim calibrate``,
+never by the engine. The operant worker loads this folder in a Python without vecsim, so this
+file imports nothing."""

@@ -43,34 +43,62 @@ CONFIGS = {
     "tbb-size-only": {"NUMBA_THREADING_LAYER": "tbb", "VECSIM_ADAPT": "0"},
 }
 DEFAULT_CONFIGS = ("size-only", "one-thread", "default")
-#: ``game kind num_envs``: Tetris-v0 by action mode (``Engine.step``), the others by precision
-#: (``Engine.step_no_reset`` and ``reset_envs`` of the envs that finished).
-DEFAULT_CELLS = ("Tetris-v0 primitive 4096", "Tetris-v0 drop 4096", "CartPole-v1 float64 4096",
-                 "CartPole-v1 float32 4096", "CartPole-v1 float64 65536", "CartPole-v1 float32 65536")
+#: What ``default_cells`` takes: the first variants of each game benchmarked per variant, at
+#: these sizes; the first game benchmarked per precision, in both precisions, at these sizes.
+DEFAULT_VARIANTS, DEFAULT_VARIANT_SIZES = 2, (4096,)
+DEFAULT_PRECISION_SIZES = (4096, 65536)
 # Settings of the parent that would change a child's configuration.
 _CLEARED = ("NUMBA_THREADING_LAYER", "NUMBA_NUM_THREADS", "VECSIM_ADAPT", "VECSIM_PARALLEL_THRESHOLD")
 
 
-def _parse_cell(text: str) -> tuple[str, str, int]:
+def default_cells() -> list[str]:
+    """The cells measured when none are given: ``"GAME KIND NUM_ENVS"`` for the first
+    ``DEFAULT_VARIANTS`` variants of every registered game that declares ``BENCH_VARIANTS`` (at
+    ``DEFAULT_VARIANT_SIZES``), then for the first registered game benchmarked per precision
+    (float64 and float32 at ``DEFAULT_PRECISION_SIZES``)."""
+    import vecsim
     from vecsim.bench import measure as bench
 
+    cells = []
+    per_precision = []
+    for game_id in vecsim.game_ids():
+        short = game_id.split("/", 1)[-1]
+        variants = list(bench.bench_variants(game_id))[:DEFAULT_VARIANTS]
+        if variants:
+            cells += [f"{short} {v} {n}" for n in DEFAULT_VARIANT_SIZES for v in variants]
+        elif not per_precision:
+            per_precision = [f"{short} {p} {n}" for n in DEFAULT_PRECISION_SIZES for p in ("float64", "float32")]
+    return cells + per_precision
+
+
+def _parse_cell(text: str) -> tuple[str, str, int]:
+    """``"GAME KIND NUM_ENVS"`` as ``(game, kind, num_envs)``; the kind is one of the game's
+    ``BENCH_VARIANTS`` where it declares them, else a precision."""
+    from vecsim.bench import measure as bench
+
+    if not isinstance(text, str):
+        raise TypeError(f"a cell must be a str 'GAME KIND NUM_ENVS', but got {text!r}")
     parts = text.split()
     if len(parts) != 3 or not parts[2].isdigit() or int(parts[2]) < 1:
         raise ValueError(f"a cell must be 'GAME KIND NUM_ENVS', but got {text!r}")
     game, kind, n = parts[0], parts[1], int(parts[2])
-    if bench.is_tetris(game):
-        if kind not in ("primitive", "drop", "reach"):
-            raise ValueError(f"a Tetris-v0 cell's kind must be an action mode, but got {text!r}")
+    variants = bench.bench_variants(game)
+    if variants:
+        if kind not in variants:
+            raise ValueError(f"a {game} cell's kind must be one of its variants {tuple(variants)}, but got {text!r}")
     elif kind not in ("float64", "float32"):
-        raise ValueError(f"a cell's kind must be float64 or float32 (an action mode for Tetris-v0), but got {text!r}")
+        raise ValueError(f"a cell's kind must be float64 or float32 (a variant for a game with BENCH_VARIANTS), "
+                         f"but got {text!r}")
     return game, kind, n
 
 
 def _runner(game: str, kind: str, n: int):
+    """``Engine.step`` of a variant where the game declares them, else ``Engine.step_no_reset``
+    and ``reset_envs`` in the precision ``kind``."""
     from vecsim.bench import measure as bench
 
-    if bench.is_tetris(game):
-        return bench.tetris_runner(kind, n)
+    if bench.bench_variants(game):
+        return bench.variant_runner(game, kind, n)
     return bench.vecsim_no_reset_runner(game, n, kind)
 
 
@@ -251,8 +279,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m vecsim.bench.loadtable", description=__doc__.split("\n\n")[0])
     parser.add_argument("--configs", nargs="+", choices=tuple(CONFIGS), default=list(DEFAULT_CONFIGS),
                         help="configurations (default: %(default)s)")
-    parser.add_argument("--cells", nargs="+", default=list(DEFAULT_CELLS), metavar="'GAME KIND N'",
-                        help="cells, each one quoted argument (default: %(default)s)")
+    parser.add_argument("--cells", nargs="+", metavar="'GAME KIND N'",
+                        help="cells, each one quoted argument; KIND is a variant for a game with BENCH_VARIANTS, "
+                             "else float64 or float32 (default: the first two variants of each game with "
+                             "BENCH_VARIANTS at 4096 envs, and the first other game in both precisions at 4096 "
+                             "and 65536 envs)")
     parser.add_argument("--loads", nargs="+", type=load_count, default=["0", "2"],
                         help="loads: N busy processes, or Nt for N busy NumPy threads in the measuring process "
                              "(default: 0 2)")
@@ -274,7 +305,7 @@ def main(argv=None) -> int:
         print(json.dumps(measure_child(spec["cells"], spec["loads"], spec["seconds"], spec["repeats"])))
         return 0
     try:
-        cells = [" ".join(map(str, _parse_cell(c))) for c in args.cells]
+        cells = [" ".join(map(str, _parse_cell(c))) for c in args.cells or default_cells()]
     except ValueError as exc:
         parser.error(f"--cells: {exc}")
     configs, loads = list(dict.fromkeys(args.configs)), list(dict.fromkeys(args.loads))
@@ -282,8 +313,9 @@ def main(argv=None) -> int:
     from vecsim.bench import measure as bench
 
     for game, kind, _ in dict.fromkeys(_parse_cell(c) for c in cells):  # compiled (or loaded) before any timing
-        if bench.is_tetris(game):
-            vecsim.warmup(bench.full_id(game), action_mode=kind)
+        variants = bench.bench_variants(game)
+        if variants:
+            vecsim.warmup(bench.full_id(game), **variants[kind])
         else:
             vecsim.warmup(bench.full_id(game), kind)
     start = time.perf_counter()

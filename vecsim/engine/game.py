@@ -45,6 +45,9 @@ Optional, with the default this reader gives:
                                ``pre_step_fix_env`` split it into a vectorisable draft and a fix
 ``KERNEL_HINTS``               ``vecsim.core.contract.KernelHints()``: performance hints only
 ``DEMO_AGENT``                 none: ``(name, "module:function", engine kwargs)`` for ``vecsim demo``
+``BENCH_VARIANTS``             none: ``vecsim bench`` times the game per precision; else a dict
+                               variant name -> engine kwargs (``{"drop": {"action_mode": "drop"}}``),
+                               one column per variant
 =============================  ===================================================================
 
 Batch sizes from which a game's parallel kernels win are not the game's to declare: they are
@@ -110,6 +113,9 @@ class GameSpec:
     structural : tuple of str
     hints : KernelHints
     demo_agent : tuple or None
+    bench_variants : dict
+        Variant name -> engine kwargs that ``vecsim bench`` times one column each (``{}``: the
+        game is timed per precision).
     """
 
     module: ModuleType
@@ -129,6 +135,7 @@ class GameSpec:
     structural: tuple
     hints: KernelHints
     demo_agent: tuple | None = field(default=None)
+    bench_variants: dict = field(default_factory=dict)
 
     # -- what the module computes, asked through the reader --------------------------------
     def observation_space(self, params) -> spaces.Space:
@@ -158,6 +165,14 @@ class GameSpec:
 
     def render_text(self, values: dict, params) -> str:
         return self.module.render_text(values, params)
+
+    def enforces_mask_for(self, params) -> bool:
+        """Whether a batch with scalar ``params`` refuses actions outside the mask: the game's
+        ``enforce_mask(params, 0)``, run as plain Python (nothing to compile)."""
+        if not self.enforces_mask:
+            return False
+        enforce = self.module.enforce_mask
+        return bool(getattr(enforce, "py_func", enforce)(params, 0))
 
     def has(self, name: str) -> bool:
         """Whether the game declares the optional kernel function ``name`` (``step_env_fast``,
@@ -259,4 +274,25 @@ def load_game(module) -> GameSpec:
         structural=tuple(_optional(mod, "STRUCTURAL", ())),
         hints=hints,
         demo_agent=_optional(mod, "DEMO_AGENT", None),
+        bench_variants=_bench_variants(mod, where),
     )
+
+
+def _bench_variants(mod, where: str) -> dict:
+    """The module's ``BENCH_VARIANTS`` checked and copied (``{}`` where it declares none)."""
+    variants = _optional(mod, "BENCH_VARIANTS", None)
+    if variants is None:
+        return {}
+    if not isinstance(variants, dict) or not variants:
+        raise TypeError(f"{where}: BENCH_VARIANTS must be a non-empty dict of variant name -> engine kwargs, "
+                        f"but got {variants!r}")
+    checked = {}
+    for name, kwargs in variants.items():
+        # A name is a table column and a word of a loadtable cell: no spaces.
+        if not isinstance(name, str) or not name or name != "".join(name.split()):
+            raise TypeError(f"{where}: BENCH_VARIANTS names must be non-empty strings without spaces, "
+                            f"but got {name!r}")
+        if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+            raise TypeError(f"{where}: BENCH_VARIANTS[{name!r}] must be a dict of engine kwargs, but got {kwargs!r}")
+        checked[name] = dict(kwargs)
+    return checked
