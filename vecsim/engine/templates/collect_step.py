@@ -41,7 +41,7 @@ from numba import njit, prange
 
 from vecsim.core.contract import box_finite, discrete_ok, no_mask, no_pre_step
 from vecsim.core.jit import kernel_options
-from vecsim.engine.fusion import step_and_write, step_parts
+from vecsim.engine.fusion import all_legal, step_and_write, step_parts
 from vecsim.core.rng import mix64, randint, seed_env, uniform
 
 import GAME_MODULE as _game
@@ -199,6 +199,29 @@ def _end_job(j, n_steps, terminated, obs_out, act_out, rew_out, done_out, term_o
 
 
 @njit(**OPTS_SERIAL)
+def _finish_slot_KIND(r, w, j, t, reward, terminated, max_steps, env_max_steps, keep_extras, given_lp, given_val,
+                      obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out, actions, obs,
+                      masks, step_of, fin):
+    """After slot ``w`` (running slot ``r``) stepped job ``j``'s step ``t``: the step into the
+    job's row, its end by termination, truncation or ``max_steps``, and the slot's next step;
+    the one place both per-step loops (runs of slots and one slot a call) write it."""
+    _record_KIND(act_out, j, t, actions, w)
+    rew_out[j, t] = reward
+    if keep_extras:
+        lp_out[j, t] = given_lp[r]
+        val_out[j, t] = given_val[r]
+    truncated = env_max_steps > 0 and t + 1 >= env_max_steps
+    done = terminated or truncated or t + 1 >= max_steps
+    done_out[j, t] = done
+    step_of[w] = t + 1
+    fin[w] = done
+    if done:
+        _end_job(j, t + 1, terminated, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out)
+    else:
+        _keep_step(j, t + 1, w, obs, masks, obs_out, mask_out)
+
+
+@njit(**OPTS_SERIAL)
 def _step_slots(lo, hi, s, p, run, job_of, step_of, fin, max_steps, env_max_steps, keep_extras, given_lp, given_val,
                 obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out, actions, obs, masks,
                 events, rng):
@@ -214,21 +237,13 @@ def _step_slots(lo, hi, s, p, run, job_of, step_of, fin, max_steps, env_max_step
         # job overwrites them).
         reward, terminated = _step_inline(s, p, w, actions, events, rng)  # as _step_and_write
         _write_obs(s, p, w, obs)
-        _mask_inline(s, p, w, masks)
-        _record_KIND(act_out, j, t, actions, w)
-        rew_out[j, t] = reward
-        if keep_extras:
-            lp_out[j, t] = given_lp[r]
-            val_out[j, t] = given_val[r]
-        truncated = env_max_steps > 0 and t + 1 >= env_max_steps
-        done = terminated or truncated or t + 1 >= max_steps
-        done_out[j, t] = done
-        step_of[w] = t + 1
-        fin[w] = done
-        if done:
-            _end_job(j, t + 1, terminated, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out)
+        if terminated:
+            all_legal(w, masks)
         else:
-            _keep_step(j, t + 1, w, obs, masks, obs_out, mask_out)
+            _mask_inline(s, p, w, masks)
+        _finish_slot_KIND(r, w, j, t, reward, terminated, max_steps, env_max_steps, keep_extras, given_lp,
+                          given_val, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out,
+                          actions, obs, masks, step_of, fin)
 
 
 # KERNELS BEGIN
@@ -289,20 +304,9 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 PRE_STEP(s, p, w, actions)
                 reward, terminated = _step_and_write(s, p, w, actions, events, rng, obs, masks)
-                _record_KIND(act_out, j, t, actions, w)
-                rew_out[j, t] = reward
-                if keep_extras:
-                    lp_out[j, t] = given_lp[r]
-                    val_out[j, t] = given_val[r]
-                truncated = env_max_steps > 0 and t + 1 >= env_max_steps
-                done = terminated or truncated or t + 1 >= max_steps
-                done_out[j, t] = done
-                step_of[w] = t + 1
-                fin[w] = done
-                if done:
-                    _end_job(j, t + 1, terminated, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out)
-                else:
-                    _keep_step(j, t + 1, w, obs, masks, obs_out, mask_out)
+                _finish_slot_KIND(r, w, j, t, reward, terminated, max_steps, env_max_steps, keep_extras, given_lp,
+                                  given_val, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out,
+                                  actions, obs, masks, step_of, fin)
             # PER SLOT END
         # Slots whose episode ended take the next jobs, in slot order.
         n_fresh = 0
