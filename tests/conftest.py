@@ -29,8 +29,7 @@ def lenient(game_id) -> dict:
     """Constructor arguments under which any well-formed action may be stepped: games with
     masks are told to flag illegal actions instead of rejecting them (for tests that replay
     precomputed random actions)."""
-    fields = vecsim.resolve(game_id).params_cls._fields
-    return {"invalid_action": "flag"} if "invalid_action" in fields else {}
+    return {"invalid_action": "flag"} if vecsim.resolve(game_id).enforces_mask else {}
 
 
 @pytest.fixture(scope="module")

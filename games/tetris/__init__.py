@@ -22,8 +22,8 @@ Action Space
     x column of the piece's top-left cell) the piece can reach from spawn with primitive
     inputs; ``info["placement_cost"]`` gives each pose's cost in steps.
     In drop and reach mode ``info["action_mask"]``/``action_masks()`` give the legal actions;
-    an illegal action raises ``ValueError`` (``invalid_action="raise"``, default) or is
-    answered with no state change and the event ``invalid_action`` (``"flag"``).
+    the mask is binding: an illegal action raises ``ValueError``, or with the engine's
+    ``invalid_action="flag"`` is answered with no state change and the event ``invalid_action``.
 Observation Space
     ``Dict`` of uint8 arrays: ``active`` (type, rotation, row, col), ``board`` (24, 10)
     occupancy, ``features`` (17: ten column heights, holes, bumpiness, row and column
@@ -37,7 +37,7 @@ Episode End
     Terminated when a new piece cannot spawn. No step limit by default (pass
     ``max_episode_steps``).
 Events
-    ``lines``, ``pieces``, ``holds``, ``invalid_action`` per step, in ``info``.
+    ``lines``, ``pieces``, ``holds`` per step, and the engine's ``invalid_action``, in ``info``.
 """
 
 from __future__ import annotations
@@ -65,8 +65,8 @@ NAME = "Tetris"
 ENV_ID = "Tetris-v0"
 MAX_EPISODE_STEPS = None
 REWARD_THRESHOLD = None
-EVENTS = ("lines", "pieces", "holds", "invalid_action")
-EV_LINES, EV_PIECES, EV_HOLDS, EV_INVALID = range(4)
+EVENTS = ("lines", "pieces", "holds")
+EV_LINES, EV_PIECES, EV_HOLDS = range(3)
 PHYSICAL_STATE = ()  # no Gymnasium reference state vector
 # Runs of 16 envs a call: the State's many arrays are passed once a run rather than once an env.
 KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16)
@@ -84,7 +84,6 @@ CHOICES = {
     "rotation": ("none", "srs"),
     "randomizer": ("uniform", "bag"),
     "scoring": ("lines", "guideline"),
-    "invalid_action": ("raise", "flag"),
 }
 PRESETS = {
     "guideline": dict(rotation="srs", randomizer="bag", hold=True, queue=5, scoring="guideline"),
@@ -107,7 +106,6 @@ class Params(NamedTuple):
     queue: float = 5.0  # visible next pieces, 0-6
     scoring: float = 1.0  # 0 lines, 1 guideline points
     gravity: float = 1.0  # rows per primitive step
-    invalid_action: float = 0.0  # 0 raise, 1 flag
 
 
 class State(NamedTuple):
@@ -159,7 +157,7 @@ def prepare_params(given: dict) -> dict:
 
 def check_params(values: dict) -> None:
     limits = {"action_mode": (0, 2), "rotation": (0, 1), "randomizer": (0, 1), "hold": (0, 1), "queue": (0, 6),
-              "scoring": (0, 1), "gravity": (0, H), "invalid_action": (0, 1)}
+              "scoring": (0, 1), "gravity": (0, H)}
     for name, (lo, hi) in limits.items():
         v = np.asarray(values[name])
         if np.any(v != np.round(v)) or np.any(v < lo) or np.any(v > hi):
@@ -237,9 +235,9 @@ def action_ok(p, actions, i):
 
 @exact
 def enforce_mask(p, i):
-    """Whether an action outside the mask must be rejected before the step (drop and reach
-    mode with ``invalid_action="raise"``)."""
-    return np.int64(param(p.action_mode, i)) != PRIMITIVE and param(p.invalid_action, i) == 0
+    """Whether env ``i``'s mask is binding: in drop and reach mode an action outside it is
+    illegal (the engine refuses or flags it); in primitive mode every input is accepted."""
+    return np.int64(param(p.action_mode, i)) != PRIMITIVE
 
 
 @exact
@@ -317,7 +315,6 @@ def step_env(s, p, i, actions, events, rng):
         use_hold = a >= half
         k = a - half if use_hold else a
         if use_hold and not _can_hold(s, p, i):
-            events[i, EV_INVALID] = 1
             return 0.0, False
         t = hold_target(s, i) if use_hold else np.int64(s.piece[i])
         if mode == DROP:
@@ -325,12 +322,10 @@ def step_env(s, p, i, actions, events, rng):
             x = k % W
             spawnable = not (use_hold and blocked(s.rows, i, t, 0, SPAWN_Y[t], SPAWN_X[t]))
             if not (spawnable and drop_legal(s, i, t, r, x)):
-                events[i, EV_INVALID] = 1
                 return 0.0, False
             y = drop_row(s.rows, i, t, r, DROP_Y[t, r], x)
         else:
             if s.cost[i, a] < 0:
-                events[i, EV_INVALID] = 1
                 return 0.0, False
             r = k // (H * W)
             y = (k // W) % H

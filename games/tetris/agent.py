@@ -113,7 +113,7 @@ import numpy as np
 from numba import prange
 
 from vecsim.games.tetris import (
-    DROP, EV_INVALID, EV_LINES, EV_PIECES, N_DROP, Params, PRIMITIVE, REACH, State, step_env, write_mask,
+    DROP, EV_LINES, EV_PIECES, N_DROP, Params, PRIMITIVE, REACH, State, step_env, write_mask,
 )
 from vecsim.core.bits import ctz, popcount
 from vecsim.games.tetris.pieces import (
@@ -554,7 +554,7 @@ def _play_game(s, p, g, rng, actions, events, masks, max_pieces):
     while not done and (max_pieces <= 0 or pieces < max_pieces):
         actions[g] = policy(s, p, g, rng)
         _, done = step_env(s, p, g, actions, events, rng)
-        if events[g, EV_INVALID] != 0:
+        if events[g, EV_PIECES] == 0:  # every legal placement locks a piece; an illegal one, nothing
             return lines, pieces, done, True
         pieces += events[g, EV_PIECES]
         lines += events[g, EV_LINES]

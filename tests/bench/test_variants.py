@@ -68,7 +68,6 @@ def test_a_batch_enforces_its_mask_as_the_game_says():
 
     assert not tetris.enforces_mask_for(params(action_mode="primitive"))
     assert tetris.enforces_mask_for(params(action_mode="drop"))
-    assert not tetris.enforces_mask_for(params(action_mode="drop", invalid_action="flag"))
     assert not load_game("vecsim.games.cartpole").enforces_mask_for(None)  # no enforce_mask: never called
 
 

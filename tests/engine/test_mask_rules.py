@@ -79,3 +79,94 @@ def test_serial_and_parallel_kernels_write_the_same_masks(walk):
             eng.step_mode(NEXT_STEP, actions)
         np.testing.assert_array_equal(engines[0].masks, engines[1].masks)
         np.testing.assert_array_equal(engines[0].terminals, engines[1].terminals)
+
+
+# -- actions outside a binding mask ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def enforced():
+    """``tests/enforced_walk_game.py``: the walk with a binding mask (right illegal from x >= 1)."""
+    game_id = vecsim.register("enforced_walk_game")
+    yield game_id
+    vecsim.unregister(game_id)
+
+
+def near_the_wall(game_id, invalid_action, parallel=False, seed=9):
+    """An engine after a few steps right, when some envs may no longer move right."""
+    eng = vecsim.make(game_id, N, invalid_action=invalid_action, parallel=parallel)
+    eng.reset(seed=seed)
+    for _ in range(3):
+        eng.reset_envs(eng.step_no_reset(np.where(eng.masks[:, 2], 2, 1)).to_reset_mask())
+    assert (~eng.masks[:, 2]).any() and eng.masks[:, 2].any()
+    return eng
+
+
+def test_an_action_outside_a_binding_mask_is_refused_naming_the_env(enforced, engine_snapshot, assert_unchanged):
+    eng = near_the_wall(enforced, "raise")
+    before = engine_snapshot(eng)
+    bad = int(np.flatnonzero(~eng.masks[:, 2])[0])
+    with pytest.raises(ValueError, match=rf"actions\[{bad}\] = 2 is not a legal action for env {bad}.*invalid_action='flag'"):
+        eng.step_no_reset(np.full(N, 2))
+    assert_unchanged(eng, before)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_flag_leaves_an_illegal_env_as_it_was_and_flags_it(enforced, parallel):
+    eng = near_the_wall(enforced, "flag", parallel)
+    illegal = ~eng.masks[:, 2]
+    x, elapsed = eng.state.x.copy(), eng.elapsed.copy()
+    result = eng.step_no_reset(np.full(N, 2))
+    column = eng.event_names.index("invalid_action")
+    np.testing.assert_array_equal(result.events[:, column], illegal.astype(np.int64))
+    np.testing.assert_array_equal(eng.state.x[illegal], x[illegal])  # not stepped
+    assert (result.rewards[illegal] == 0).all() and not result.terminals[illegal].any()
+    np.testing.assert_array_equal(eng.elapsed, elapsed + 1)  # every step counts towards truncation
+    assert (eng.state.x[~illegal] != x[~illegal]).all()  # the others were stepped
+
+
+def test_flag_steps_the_legal_envs_exactly_as_raise_does(enforced):
+    flagged, strict = near_the_wall(enforced, "flag"), near_the_wall(enforced, "raise")
+    illegal = ~flagged.masks[:, 2]
+    flagged.step_no_reset(np.full(N, 2))
+    strict.step_no_reset(np.where(illegal, 1, 2))  # legal everywhere; each env draws from its own stream
+    legal = ~illegal
+    np.testing.assert_array_equal(flagged.state.x[legal], strict.state.x[legal])
+    np.testing.assert_array_equal(flagged.rewards[legal], strict.rewards[legal])
+    assert not strict.events[:, strict.event_names.index("invalid_action")].any()
+
+
+def test_the_vector_env_reports_flagged_actions_in_its_info(enforced):
+    import gymnasium as gym
+
+    envs = gym.make_vec(enforced, num_envs=N, vectorization_mode="vector_entry_point", invalid_action="flag")
+    _, info = envs.reset(seed=9)
+    done = np.zeros(N, dtype=bool)
+    flagged = 0
+    for _ in range(6):
+        illegal = ~info["action_mask"][:, 2] & ~done  # envs due for reset only reset (NEXT_STEP)
+        _, _, terminated, truncated, info = envs.step(np.full(N, 2))
+        np.testing.assert_array_equal(info["invalid_action"], illegal.astype(np.int64))
+        flagged += int(illegal.sum())
+        done = terminated | truncated
+    assert flagged > 0
+    envs.close()
+
+
+def test_flag_is_refused_for_a_game_whose_mask_is_advisory(walk):
+    with pytest.raises(ValueError, match="invalid_action='flag' applies to games whose action mask is binding"):
+        vecsim.make(walk, 4, invalid_action="flag")
+    with pytest.raises(ValueError, match="invalid_action must be one of .* but got invalid_action='skip'"):
+        vecsim.make(walk, 4, invalid_action="skip")
+
+
+def test_an_engine_owned_event_name_is_reserved():
+    import types
+
+    import masked_walk_game
+    from vecsim.engine.game import load_game
+
+    module = types.ModuleType("clashing_game")
+    module.__dict__.update({k: v for k, v in vars(masked_walk_game).items() if not k.startswith("__")})
+    module.EVENTS = ("invalid_action",)
+    module.enforce_mask = lambda p, i: True
+    with pytest.raises(TypeError, match="'invalid_action' is the engine's"):
+        load_game(module)

@@ -98,7 +98,9 @@ def _render_contract_calls(text: str, game: GameSpec, mask_fn: str, functions) -
         call = r"box_finite(\2, \3)"
     else:
         call = rf"_game.{check}(\1, \2, \3)"
-    return re.sub(r"\bACTION_OK\((\w+), (\w+), (\w+)\)", call, text)
+    text = re.sub(r"\bACTION_OK\((\w+), (\w+), (\w+)\)", call, text)
+    flag = dict(functions).get("invalid_action") == "flag"
+    return re.sub(r"\bFLAG_INVALID\b", repr(flag), text)
 
 
 def _variant_tag(functions) -> str:

@@ -28,6 +28,7 @@ from vecsim.engine.threads import threading_layer
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 _OK, _BAD_ACTION, _FINISHED_ENV, _ILLEGAL_ACTION, _ALIASED_ARRAY = 0, 1, 2, 3, 4
 PRECISIONS = ("float64", "float32")
+INVALID_ACTION_POLICIES = ("raise", "flag")
 #: Largest ``max_episode_steps``: the per-env step counter is int32.
 MAX_EPISODE_STEPS = 2**31 - 1
 
@@ -206,6 +207,12 @@ class Engine:
         Caller-owned output arrays, written in place (zero-copy into rollout storage):
         ``obs`` (num_envs, obs_dim) of the observation dtype, ``rewards`` (num_envs,) float64
         (float32 in float32 precision), ``terminals`` and ``truncations`` (num_envs,) bool.
+    invalid_action : {"raise", "flag"}
+        For a game whose action mask is binding (it declares ``enforce_mask``): an action
+        outside an env's mask raises ``ValueError`` before anything is stepped (``"raise"``,
+        the default), or that env is not stepped (reward 0, not terminated, its step counted)
+        and is flagged in the event ``invalid_action`` (``"flag"``, for mask-unaware callers).
+        Such games get that event column after their own, whichever the policy.
     **params
         Game constants (the fields of the game's ``Params``): a scalar, or a sequence of
         ``num_envs`` values for per-env constants.
@@ -213,7 +220,7 @@ class Engine:
 
     def __init__(self, game: GameSpec, num_envs: int, *, precision: str = "float64",
                  max_episode_steps: int | None = None, parallel="auto", buffers: dict | None = None,
-                 **params):
+                 invalid_action: str = "raise", **params):
         if not _is_int(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, but got num_envs={num_envs!r}")
         if precision not in PRECISIONS:
@@ -226,6 +233,13 @@ class Engine:
             )
         if parallel not in ("auto", True, False):
             raise ValueError(f"parallel must be 'auto', True or False, but got parallel={parallel!r}")
+        if invalid_action not in INVALID_ACTION_POLICIES:
+            raise ValueError(f"invalid_action must be one of {INVALID_ACTION_POLICIES}, "
+                             f"but got invalid_action={invalid_action!r}")
+        if invalid_action == "flag" and not game.enforces_mask:
+            raise ValueError(f"invalid_action='flag' applies to games whose action mask is binding, and "
+                             f"{game.name}'s is not (it declares no enforce_mask): every action it accepts is stepped")
+        self.invalid_action = invalid_action
         self.game = game
         self.num_envs = int(num_envs)
         self.precision = precision
@@ -255,11 +269,14 @@ class Engine:
         self.obs_dim = int(np.prod(obs_space.shape))
         self.obs_dtype = obs_space.dtype
         self.state = game.allocate_state(n, self._float, self.params_scalar)
-        self.event_names = game.events
+        #: The game's event names, then the engine's ``invalid_action`` where the mask is binding.
+        self.event_names = game.events + (("invalid_action",) if game.enforces_mask else ())
         self.n_mask = int(self.single_action_space.n) if game.has_action_mask else 0
         #: The stand-ins the game chose for this batch's kernels (``GameSpec.kernel_functions``):
         #: ``(contract name, stand-in name)`` pairs, shared with the collector's kernels.
         self.kernel_functions = game.kernel_functions(self.params_scalar)
+        if self.invalid_action == "flag":
+            self.kernel_functions = tuple(sorted(self.kernel_functions + (("invalid_action", "flag"),)))
 
     def _allocate(self, buffers: dict | None) -> None:
         """The output buffers (or the caller's), the kernels' scratch and the bookkeeping."""
@@ -485,7 +502,8 @@ class Engine:
                              f"{self.single_action_space} (env {index})")
         if status == _ILLEGAL_ACTION:
             raise ValueError(f"actions[{index}] = {actions[index].tolist()!r} is not a legal action for env {index} "
-                             f"(its action mask is False there; see action_masks()); nothing was stepped")
+                             f"(its action mask is False there; see action_masks()); nothing was stepped "
+                             f"(invalid_action='flag' steps the others and flags it instead)")
         if status == _ALIASED_ARRAY:
             raise ValueError(f"actions share memory with this engine's own {self._step_names[index]} array; "
                              f"pass a separate array (nothing was stepped)")

@@ -67,7 +67,34 @@ def _has_mask(game_module, mask_name: str) -> bool:
     return contract_function(game_module, mask_name) is not no_mask
 
 
-def step_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask"):
+@njit(**dict(EXACT_OPTIONS, inline="always"))
+def _never_refused(p, i, actions, events, masks):
+    return False
+
+
+def _refusal(game_module, opts: dict):
+    """For ``invalid_action="flag"``: the njit function ``f(p, i, actions, events, masks) ->
+    bool``, whether env ``i``'s action lies outside its binding mask (the game's
+    ``enforce_mask``). Then the env is not stepped: its events are zero but for the engine's
+    ``invalid_action`` column (after the game's own), which is 1; else that column is 0."""
+    enforce = _inline_copy(game_module.enforce_mask, opts)
+    n_events = len(getattr(game_module, "EVENTS", ()))
+
+    @njit(**dict(opts, inline="always"))
+    def refused(p, i, actions, events, masks):
+        if enforce(p, i) and not masks[i, actions[i]]:
+            for k in range(n_events):
+                events[i, k] = 0
+            events[i, n_events] = 1
+            return True
+        events[i, n_events] = 0
+        return False
+
+    return refused
+
+
+def step_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask",
+                   flag_invalid: bool = False):
     """The njit function ``f(s, p, i, actions, events, rng, obs, masks) -> (reward, terminated)``
     of a game: its step (``step_name``: ``"step_env"`` or ``"step_env_fast"``), then
     ``write_obs`` and its mask (``mask_name``, as for ``step_parts``) of env ``i``, in one call.
@@ -78,14 +105,33 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
     into this function rather than into a kernel's prange body, where inlining them changes
     the parallel kernel's results (see docs/numba-workarounds.md). One function per game,
     step, mask and precision, shared by every kernel module; not cached on its own (kernels
-    embed it, and their file names hash the game's sources)."""
+    embed it, and their file names hash the game's sources).
+
+    ``flag_invalid`` (``invalid_action="flag"``): an env whose action lies outside its binding
+    mask is not stepped (reward 0, not terminated, its observation and mask written again) and
+    flagged in the engine's ``invalid_action`` event column."""
     step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
-    key = (game_module.__name__, step_name, mask_name, precision)
+    key = (game_module.__name__, step_name, mask_name, precision, flag_invalid)
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
 
-            if _has_mask(game_module, mask_name):
+            if flag_invalid:
+                refused = _refusal(game_module, opts)
+
+                @njit(**opts)
+                def fused(s, p, i, actions, events, rng, obs, masks):
+                    if refused(p, i, actions, events, masks):
+                        reward, terminated = 0.0, False
+                    else:
+                        reward, terminated = step(s, p, i, actions, events, rng)
+                    write_obs(s, p, i, obs)
+                    if terminated:
+                        all_legal(i, masks)
+                    else:
+                        mask(s, p, i, masks)
+                    return reward, terminated
+            elif _has_mask(game_module, mask_name):
                 @njit(**opts)
                 def fused(s, p, i, actions, events, rng, obs, masks):
                     reward, terminated = step(s, p, i, actions, events, rng)
@@ -151,7 +197,8 @@ def finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc,
     needs_reset[i] = terminated | truncated
 
 
-def step_run_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask"):
+def step_run_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask",
+                       flag_invalid: bool = False):
     """The njit function ``f(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs,
     masks, elapsed, rewards, term, trunc, needs_reset, was_done)`` of a game: one step of each
     env ``lo <= i < hi`` as the step kernels make it (the game's step, ``write_obs``,
@@ -161,15 +208,16 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
     The kernels of a game with ``KernelHints.envs_per_call > 1`` call it once per run of that many envs
     instead of calling ``step_and_write`` once per env: the ``State`` arrays are passed once
     a run. The same step, observation and mask as ``step_and_write``'s, inlined here, so
-    the same results."""
+    the same results (``flag_invalid`` as there)."""
     # The step and mask themselves are inlined into the loop, not an inlined step_and_write:
     # Numba copies an inlined function's IR at each site, and an inlined function that
     # itself inlines the step would be copied whole once more (see docs/numba-workarounds.md).
     step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
-    key = (game_module.__name__, step_name, mask_name, precision, "run")
+    key = (game_module.__name__, step_name, mask_name, precision, "run", flag_invalid)
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
+            refused = _refusal(game_module, opts) if flag_invalid else _never_refused
 
             @njit(**opts)
             def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, masks, elapsed, rewards, term,
@@ -177,7 +225,10 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
                 for i in range(lo, hi):
                     if skip_due and was_done[i]:
                         continue
-                    reward, terminated = step(s, p, i, actions, events, rng)  # as step_and_write
+                    if refused(p, i, actions, events, masks):
+                        reward, terminated = 0.0, False
+                    else:
+                        reward, terminated = step(s, p, i, actions, events, rng)  # as step_and_write
                     write_obs(s, p, i, obs)
                     if terminated:
                         all_legal(i, masks)  # a no-op for a game without masks (masks has no columns)

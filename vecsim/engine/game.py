@@ -33,7 +33,8 @@ Optional, with the default this reader gives:
                                finite
 ``write_mask(s, p, i, masks)`` none: every action is always legal (no mask)
 ``enforce_mask(p, i)``         none: a mask is advisory; with it an action outside the mask is
-                               refused before the step
+                               refused before the step, or with ``invalid_action="flag"`` not
+                               stepped and flagged in the engine's ``invalid_action`` event
 ``prepare_params(given)``      none: named choices (``action_mode="reach"``) to numbers
 ``check_params(values)``       none: raise ``ValueError`` for meaningless constants
 ``STRUCTURAL``                 ``()``: ``Params`` fields with one value for the whole batch
@@ -256,6 +257,9 @@ def load_game(module) -> GameSpec:
     if not isinstance(hints, KernelHints):
         raise TypeError(f"{where}: KERNEL_HINTS must be a vecsim.core.contract.KernelHints, but got {hints!r}")
     hints.check(where)
+    if hasattr(mod, "enforce_mask") and "invalid_action" in tuple(_optional(mod, "EVENTS", ())):
+        raise TypeError(f"{where}: the event name 'invalid_action' is the engine's for games with a binding mask "
+                        f"(enforce_mask); name the game's events otherwise")
     env_id = mod.ENV_ID
     if not isinstance(env_id, str) or "/" in env_id:
         raise TypeError(f"{where}: ENV_ID must be an id without namespace such as 'MyGame-v0', but got {env_id!r}")

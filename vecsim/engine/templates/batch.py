@@ -75,13 +75,13 @@ _SUM_BYTES = np.uint64(0x0101010101010101)  # sum of the 8 bytes -> top byte
 _S56 = np.uint64(56)
 
 # The step, observation and mask of one env in one call (see vecsim.engine.fusion.step_and_write).
-_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
+_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID)
 # Its reset, fresh-episode outputs, observation and mask in one call (vecsim.engine.fusion.reset_and_write).
 # Its last argument is passed as np.bool_(...): literal True and False would type as two
 # signatures and compile it twice (see docs/numba-workarounds.md).
 _reset_and_write = reset_and_write(_game, "WRITE_MASK")
 # The steps of a run of KernelHints.envs_per_call envs in one call (vecsim.engine.fusion.step_run_and_write).
-_step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
+_step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID)
 _draft_run = pre_step_draft_run(_game, "PRECISION")  # DRAFT RUN (kept for games with a pre_step_fix_env)
 # Envs a call of _draft_run drafts in a parallel kernel (a serial one drafts all in one call).
 _DRAFT_RUN = 1024
@@ -163,7 +163,7 @@ def step_MODE(mode, max_steps, actions, step_table):
     for i in range(n):
         p = Params(PARAM_ROWS)
         nillegal += (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]
-    if nillegal > 0:
+    if nillegal > 0 and not FLAG_INVALID:  # "flag": the step loop skips and flags those envs
         for i in range(n):
             p = Params(PARAM_ROWS)
             if (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]:
