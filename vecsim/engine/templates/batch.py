@@ -99,6 +99,53 @@ def point_outputs(step_table, obs, rewards, term, trunc):
     step_table[3, 0] = address_of(trunc)
 
 
+@njit(**OPTS_SERIAL)
+def _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, P):
+    """The step kernels' first pass, before anything changes: every action well formed (and
+    narrowed into ``acts32``), no finished env stepped in NO_RESET mode, no action outside a
+    binding mask (unless ``invalid_action="flag"``); ``was_done`` = ``needs_reset``. Returns
+    ``(status, env index, number of envs due for reset)``."""
+    n = needs_reset.shape[0]
+    # Checks run serially: a parallel reduction would need NRT allocation (kernels have none),
+    # and a counting loop without early exit vectorises anyway.
+    nbad = 0
+    for i in range(n):
+        p = Params(PARAM_ROWS)
+        nbad += not ACTION_OK(p, actions, i)
+        acts32[i] = actions[i]  # NARROW ACTIONS (kept only for Discrete actions)
+    # was_done = needs_reset (here rather than in the step loop, which vectorises only with few
+    # arrays), counting the envs due for reset: 8 flags a word rather than one at a time, both
+    # arrays being zero-padded to whole words.
+    was_u64 = was_done.view(np.uint64)
+    ndue = _ZERO
+    for w in range(needs_u64.shape[0]):
+        v = needs_u64[w]
+        was_u64[w] = v
+        ndue += (v * _SUM_BYTES) >> _S56
+    nfinished = np.int64(ndue)
+    if nbad > 0:
+        for i in range(n):
+            p = Params(PARAM_ROWS)
+            if not ACTION_OK(p, actions, i):
+                return BAD_ACTION, i, 0
+    if mode == NO_RESET and nfinished > 0:
+        for i in range(n):
+            if needs_reset[i]:
+                return FINISHED_ENV, i, 0
+    # MASK CHECK BEGIN (kept only for games that declare enforce_mask)
+    nillegal = 0
+    for i in range(n):
+        p = Params(PARAM_ROWS)
+        nillegal += (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]
+    if nillegal > 0 and not FLAG_INVALID:  # "flag": the step loop skips and flags those envs
+        for i in range(n):
+            p = Params(PARAM_ROWS)
+            if (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]:
+                return ILLEGAL_ACTION, i, 0
+    # MASK CHECK END
+    return OK, -1, nfinished
+
+
 # Functions called from a prange body get the env index as np.uint64(i): Numba types the loop
 # index as int64 when it types the kernel and as uint64 when it compiles the parallel loop,
 # so a plain ``i`` compiles each callee twice, and the serial kernel's int64 once more.
@@ -132,43 +179,10 @@ def step_MODE(mode, max_steps, actions, step_table):
     n = elapsed.shape[0]
     needs_reset = needs_pad[:n]
     needs_u64 = needs_pad.view(np.uint64)
-    # Checks run serially: a parallel reduction would need NRT allocation (kernels have none),
-    # and a counting loop without early exit vectorises anyway.
-    nbad = 0
-    for i in range(n):
-        p = Params(PARAM_ROWS)
-        nbad += not ACTION_OK(p, actions, i)
-        acts32[i] = actions[i]  # NARROW ACTIONS (kept only for Discrete actions)
-    # was_done = needs_reset (here rather than in the step loop, which vectorises only with few
-    # arrays), counting the envs due for reset: 8 flags a word rather than one at a time, both
-    # arrays being zero-padded to whole words.
+    status, index, nfinished = _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, P)
+    if status != OK:
+        return status, index
     was_u64 = was_done.view(np.uint64)
-    ndue = _ZERO
-    for w in range(needs_u64.shape[0]):
-        v = needs_u64[w]
-        was_u64[w] = v
-        ndue += (v * _SUM_BYTES) >> _S56
-    nfinished = np.int64(ndue)
-    if nbad > 0:
-        for i in range(n):
-            p = Params(PARAM_ROWS)
-            if not ACTION_OK(p, actions, i):
-                return BAD_ACTION, i
-    if mode == NO_RESET and nfinished > 0:
-        for i in range(n):
-            if needs_reset[i]:
-                return FINISHED_ENV, i
-    # MASK CHECK BEGIN (kept only for games that declare enforce_mask)
-    nillegal = 0
-    for i in range(n):
-        p = Params(PARAM_ROWS)
-        nillegal += (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]
-    if nillegal > 0 and not FLAG_INVALID:  # "flag": the step loop skips and flags those envs
-        for i in range(n):
-            p = Params(PARAM_ROWS)
-            if (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]:
-                return ILLEGAL_ACTION, i
-    # MASK CHECK END
     if mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0:
         # An env due for reset must not be stepped first: the step's draws would shift its
         # stream. Reset those envs before the step pass, which then skips them.
