@@ -246,6 +246,71 @@ def _step_slots(lo, hi, s, p, run, job_of, step_of, fin, max_steps, env_max_step
                           actions, obs, masks, step_of, fin)
 
 
+@njit(**OPTS_SERIAL)
+def _place_actions_KIND(source, n_run, run, job_of, step_of, actions, given, table, masks, n_actions, low, high,
+                        pol_rng, mask_out, P):
+    """Place the action of every running slot (from the policy's ``given``, the ``table`` or
+    drawn) and check it, before any slot is stepped. Returns ``(OK, -1)``, or the status and
+    the index in ``run`` of the first slot with no legal action or an illegal one."""
+    for r in range(n_run):
+        w = run[r]
+        j = job_of[w]
+        t = step_of[w]
+        p = Params(PARAM_ROWS)
+        if source == SOURCE_POLICY:
+            _take_KIND(actions, w, given, r)
+        elif source == SOURCE_TABLE:
+            _lookup_KIND(actions, w, table, j, t)
+        elif not _draw_KIND(actions, w, masks, n_actions, low, high, pol_rng):
+            return NO_LEGAL_ACTION, r
+        if not _legal_KIND(p, actions, w, mask_out, j, t):
+            return BAD_ACTION, r
+    return OK, -1
+
+
+@njit(**OPTS_SERIAL)
+def _next_jobs(ctl, fin, ended, job_of, step_of, fresh, n_jobs):
+    """Slots whose episode ended hand their job to ``ended`` and take the next jobs, in slot
+    order; returns how many slots took one (listed in ``fresh``)."""
+    n_fresh = 0
+    for w in range(job_of.shape[0]):
+        if fin[w]:
+            fin[w] = False
+            ended[ctl[N_ENDED]] = job_of[w]
+            ctl[N_ENDED] += 1
+            ctl[FINISHED] += 1
+            job_of[w] = -1
+        if job_of[w] < 0 and ctl[NEXT_JOB] < n_jobs:
+            job_of[w] = ctl[NEXT_JOB]
+            ctl[NEXT_JOB] += 1
+            step_of[w] = 0
+            fresh[n_fresh] = w
+            n_fresh += 1
+    return n_fresh
+
+
+@njit(**OPTS_SERIAL)
+def _running_slots(job_of, run):
+    """The slots with a job, in slot order, into ``run``; returns how many."""
+    n_run = 0
+    for w in range(job_of.shape[0]):
+        if job_of[w] >= 0:
+            run[n_run] = w
+            n_run += 1
+    return n_run
+
+
+@njit(**OPTS_SERIAL)
+def _pack_for_policy(n_run, run, obs, masks, pol_obs, pol_masks):
+    """The running slots' observations and masks, packed in ``run`` order for the policy."""
+    for r in range(n_run):
+        w = run[r]
+        for k in range(obs.shape[1]):
+            pol_obs[r, k] = obs[w, k]
+        for k in range(masks.shape[1]):
+            pol_masks[r, k] = masks[w, k]
+
+
 # KERNELS BEGIN
 
 
@@ -269,24 +334,12 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
     for _ in range(n_iters):
         n_run = ctl[N_RUN]
         if n_run > 0:
-            # Every action is placed and checked before any slot is stepped.
-            for r in range(n_run):
-                w = run[r]
-                j = job_of[w]
-                t = step_of[w]
-                p = Params(PARAM_ROWS)
-                if source == SOURCE_POLICY:
-                    _take_KIND(actions, w, given, r)
-                elif source == SOURCE_TABLE:
-                    _lookup_KIND(actions, w, table, j, t)
-                elif not _draw_KIND(actions, w, masks, n_actions, low, high, pol_rng):
-                    ctl[STATUS] = NO_LEGAL_ACTION
-                    ctl[BAD_INDEX] = r
-                    return
-                if not _legal_KIND(p, actions, w, mask_out, j, t):
-                    ctl[STATUS] = BAD_ACTION
-                    ctl[BAD_INDEX] = r
-                    return
+            status, r = _place_actions_KIND(source, n_run, run, job_of, step_of, actions, given, table, masks,
+                                            n_actions, low, high, pol_rng, mask_out, P)
+            if status != OK:
+                ctl[STATUS] = status
+                ctl[BAD_INDEX] = r
+                return
             # SLOT RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1)
             for c in prange((n_run + RUN_LENGTH - 1) // RUN_LENGTH):
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
@@ -308,21 +361,7 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
                                   given_val, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out,
                                   actions, obs, masks, step_of, fin)
             # PER SLOT END
-        # Slots whose episode ended take the next jobs, in slot order.
-        n_fresh = 0
-        for w in range(n_slots):
-            if fin[w]:
-                fin[w] = False
-                ended[ctl[N_ENDED]] = job_of[w]
-                ctl[N_ENDED] += 1
-                ctl[FINISHED] += 1
-                job_of[w] = -1
-            if job_of[w] < 0 and ctl[NEXT_JOB] < n_jobs:
-                job_of[w] = ctl[NEXT_JOB]
-                ctl[NEXT_JOB] += 1
-                step_of[w] = 0
-                fresh[n_fresh] = w
-                n_fresh += 1
+        n_fresh = _next_jobs(ctl, fin, ended, job_of, step_of, fresh, n_jobs)
         # Most steps start a few jobs: serially, as one parallel launch per step costs less
         # than two (a launch can wait for a busy core). The first call starts one per slot.
         if n_fresh >= PARALLEL_MIN_STARTS:
@@ -333,23 +372,14 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
             for q in range(n_fresh):
                 _start_job(fresh[q], job_of[fresh[q]], seeds, pol_rng, obs_out, mask_out, obs, masks, rng, P,
                            STATE_ARGS)
-        n_run = 0
-        for w in range(n_slots):
-            if job_of[w] >= 0:
-                run[n_run] = w
-                n_run += 1
+        n_run = _running_slots(job_of, run)
         ctl[N_RUN] = n_run
         if n_run == 0:
             break
     n_run = ctl[N_RUN]
     if source == SOURCE_POLICY and n_run < n_slots:
         # With every slot running the policy reads the engine's buffers; else they are packed.
-        for r in range(n_run):
-            w = run[r]
-            for k in range(obs.shape[1]):
-                pol_obs[r, k] = obs[w, k]
-            for k in range(masks.shape[1]):
-                pol_masks[r, k] = masks[w, k]
+        _pack_for_policy(n_run, run, obs, masks, pol_obs, pol_masks)
 
 
 # KERNELS END
