@@ -109,3 +109,20 @@ def test_clip_action_gives_the_same_trajectory_as_clipped_actions(box_game, rng)
         b = plain.step(np.clip(actions, space.low, space.high))
         for x, y in zip(a[:4], b[:4]):
             np.testing.assert_array_equal(x, y)
+
+
+def test_disabled_autoreset_names_the_vector_envs_reset_when_a_finished_env_is_stepped():
+    # The engine's remedy is reset_envs; a VectorEnv user resets through reset(options=...).
+    envs = gym.make_vec("vecsim/CartPole-v1", num_envs=4, vectorization_mode="vector_entry_point",
+                        autoreset_mode=gym.vector.AutoresetMode.DISABLED, max_episode_steps=2)
+    envs.reset(seed=0)
+    actions = np.zeros(4, dtype=np.int64)
+    envs.step(actions)
+    envs.step(actions)  # every env truncated
+    with pytest.raises(ValueError, match=r'env 0 finished its episode \(terminated=False, truncated=True\); '
+                                         r'reset it with reset\(options=\{"reset_mask": mask\}\)') as caught:
+        envs.step(actions)
+    assert "reset_envs" not in str(caught.value)
+    envs.reset(options={"reset_mask": np.ones(4, dtype=bool)})
+    envs.step(actions)  # stepping again after the masked reset
+    envs.close()

@@ -101,6 +101,22 @@ def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: st
 BUFFER_NAMES = ("obs", "rewards", "terminals", "truncations")
 
 
+class FinishedEnvError(ValueError):
+    """An env whose episode has ended was stepped without a reset (nothing was stepped).
+
+    Attributes
+    ----------
+    env : int
+        Its index.
+    terminated, truncated : bool
+        How its episode ended.
+    """
+
+    def __init__(self, env: int, terminated: bool, truncated: bool, remedy: str):
+        self.env, self.terminated, self.truncated = env, terminated, truncated
+        super().__init__(f"env {env} finished its episode (terminated={terminated}, truncated={truncated}); {remedy}")
+
+
 def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
@@ -508,8 +524,8 @@ class Engine:
             raise ValueError(f"actions share memory with this engine's own {self._step_names[index]} array; "
                              f"pass a separate array (nothing was stepped)")
         if status == _FINISHED_ENV:
-            raise ValueError(f"env {index} finished its episode (terminated={bool(self.terminals[index])}, "
-                             f"truncated={bool(self.truncations[index])}); reset it with reset_envs before stepping it")
+            raise FinishedEnvError(index, bool(self.terminals[index]), bool(self.truncations[index]),
+                                   "reset it with reset_envs before stepping it")
         raise RuntimeError(f"kernel returned unknown status {status}")
 
     def _seed_args(self, seed, span_envs: bool = True):

@@ -16,7 +16,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from vecsim.engine.engine import NEXT_STEP, NO_RESET, SAME_STEP, Engine
+from vecsim.engine.engine import NEXT_STEP, NO_RESET, SAME_STEP, Engine, FinishedEnvError
 from vecsim.engine.registry import resolve
 
 # From this many envs a copy=True step lets the kernel write new output arrays rather than
@@ -241,7 +241,12 @@ class VecsimVectorEnv(VectorEnv):
         if self._kernel_mode == SAME_STEP and self._rich_info:
             info = self._same_step_with_info(acts)
         else:
-            eng.step_mode_coerced(self._kernel_mode, acts)
+            try:
+                eng.step_mode_coerced(self._kernel_mode, acts)
+            except FinishedEnvError as exc:  # DISABLED autoreset: in this API's words, not the engine's
+                raise FinishedEnvError(exc.env, exc.terminated, exc.truncated,
+                                       'reset it with reset(options={"reset_mask": mask}) before stepping it '
+                                       '(autoreset_mode=DISABLED)') from None
             info = self._base_info()
             if self._kernel_mode == SAME_STEP and eng.has_final.any():
                 self._add_final_obs(info)
