@@ -170,3 +170,22 @@ def test_an_engine_owned_event_name_is_reserved():
     module.enforce_mask = lambda p, i: True
     with pytest.raises(TypeError, match="'invalid_action' is the engine's"):
         load_game(module)
+
+
+def test_a_mask_over_continuous_actions_is_refused(monkeypatch):
+    import sys
+    import types
+
+    import masked_walk_game
+    import vecsim.games.pendulum as pendulum
+
+    module = types.ModuleType("masked_pendulum")
+    module.__dict__.update({k: v for k, v in vars(pendulum).items() if not k.startswith("__")})
+    module.NAME, module.ENV_ID, module.write_mask = "MaskedPendulum", "MaskedPendulum-v0", masked_walk_game.write_mask
+    monkeypatch.setitem(sys.modules, "masked_pendulum", module)
+    game_id = vecsim.register("masked_pendulum")
+    try:
+        with pytest.raises(TypeError, match="writes an action mask, which needs a Discrete action space"):
+            vecsim.make(game_id, 2)
+    finally:
+        vecsim.unregister(game_id)

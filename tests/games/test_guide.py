@@ -195,3 +195,16 @@ def test_unregister_removes_the_gymnasium_id_too(walk_id):
     vecsim.unregister(walk_id)  # twice is harmless
     with pytest.raises(ValueError, match="built-in"):
         vecsim.unregister("vecsim/CartPole-v1")
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("EVENTS", "reached", "EVENTS must be a tuple of names"),
+    ("PHYSICAL_STATE", ("nowhere",), r"PHYSICAL_STATE names \['nowhere'\], which are not State fields"),
+    ("enforce_mask", lambda p, i: True, "declares enforce_mask but no write_mask"),
+])
+def test_malformed_optional_names_are_refused_naming_them(registered, monkeypatch, name, value, message):
+    broken = copy_of_minimal_game("malformed_game")
+    setattr(broken, name, value)
+    monkeypatch.setitem(sys.modules, "malformed_game", broken)
+    with pytest.raises(TypeError, match=message):
+        vecsim.register(broken)

@@ -287,6 +287,9 @@ class Engine:
         self.state = game.allocate_state(n, self._float, self.params_scalar)
         #: The game's event names, then the engine's ``invalid_action`` where the mask is binding.
         self.event_names = game.events + (("invalid_action",) if game.enforces_mask else ())
+        if game.has_action_mask and not self._discrete:
+            raise TypeError(f"{game.name} writes an action mask, which needs a Discrete action space, but its "
+                            f"action space is {self.single_action_space}")
         self.n_mask = int(self.single_action_space.n) if game.has_action_mask else 0
         #: The stand-ins the game chose for this batch's kernels (``GameSpec.kernel_functions``):
         #: ``(contract name, stand-in name)`` pairs, shared with the collector's kernels.

@@ -116,8 +116,8 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
 
-            if flag_invalid:
-                refused = _refusal(game_module, opts)
+            if _has_mask(game_module, mask_name):
+                refused = _refusal(game_module, opts) if flag_invalid else _never_refused
 
                 @njit(**opts)
                 def fused(s, p, i, actions, events, rng, obs, masks):
@@ -125,16 +125,6 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
                         reward, terminated = 0.0, False
                     else:
                         reward, terminated = step(s, p, i, actions, events, rng)
-                    write_obs(s, p, i, obs)
-                    if terminated:
-                        all_legal(i, masks)
-                    else:
-                        mask(s, p, i, masks)
-                    return reward, terminated
-            elif _has_mask(game_module, mask_name):
-                @njit(**opts)
-                def fused(s, p, i, actions, events, rng, obs, masks):
-                    reward, terminated = step(s, p, i, actions, events, rng)
                     write_obs(s, p, i, obs)
                     if terminated:
                         all_legal(i, masks)

@@ -257,7 +257,17 @@ def load_game(module) -> GameSpec:
     if not isinstance(hints, KernelHints):
         raise TypeError(f"{where}: KERNEL_HINTS must be a vecsim.core.contract.KernelHints, but got {hints!r}")
     hints.check(where)
-    if hasattr(mod, "enforce_mask") and "invalid_action" in tuple(_optional(mod, "EVENTS", ())):
+    events = _names(mod, "EVENTS", (), where)
+    fields = getattr(mod.State, "_fields", None)
+    if fields is None:
+        raise TypeError(f"{where}: State must be a NamedTuple of arrays, but got {mod.State!r}")
+    physical = _names(mod, "PHYSICAL_STATE", fields, where)
+    unknown = [name for name in physical if name not in fields]
+    if unknown:
+        raise TypeError(f"{where}: PHYSICAL_STATE names {unknown}, which are not State fields {list(fields)}")
+    if hasattr(mod, "enforce_mask") and getattr(mod, "write_mask", no_mask) is no_mask:
+        raise TypeError(f"{where} declares enforce_mask but no write_mask: a binding mask needs a mask")
+    if hasattr(mod, "enforce_mask") and "invalid_action" in events:
         raise TypeError(f"{where}: the event name 'invalid_action' is the engine's for games with a binding mask "
                         f"(enforce_mask); name the game's events otherwise")
     env_id = mod.ENV_ID
@@ -269,8 +279,8 @@ def load_game(module) -> GameSpec:
         max_episode_steps=_optional(mod, "MAX_EPISODE_STEPS", None),
         reward_threshold=_optional(mod, "REWARD_THRESHOLD", None),
         params_cls=mod.Params, state_cls=mod.State,
-        events=tuple(_optional(mod, "EVENTS", ())),
-        physical_state=tuple(_optional(mod, "PHYSICAL_STATE", mod.State._fields)),
+        events=events,
+        physical_state=physical,
         render_fps=_optional(mod, "RENDER_FPS", 30),
         has_action_mask=getattr(mod, "write_mask", no_mask) is not no_mask,
         has_action_ok=hasattr(mod, "action_ok"),
@@ -280,6 +290,14 @@ def load_game(module) -> GameSpec:
         demo_agent=_optional(mod, "DEMO_AGENT", None),
         bench_variants=_bench_variants(mod, where),
     )
+
+
+def _names(mod, name: str, default, where: str) -> tuple:
+    """The module's ``name`` (default ``default``) as a tuple of strings, or a ``TypeError``."""
+    value = _optional(mod, name, default)
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"{where}: {name} must be a tuple of names, but got {value!r}")
+    return tuple(value)
 
 
 def _bench_variants(mod, where: str) -> dict:
