@@ -1,0 +1,285 @@
+"""``SB3VecEnv``: any vecsim env as a Stable-Baselines3 ``VecEnv``.
+
+SB3 takes no Gymnasium ``VectorEnv``; it steps a ``VecEnv`` whose finished envs are reset in
+the same step, with the last observation of the episode in ``infos[i]["terminal_observation"]``.
+The adapter gets exactly that from the kernels: it steps the engine in its same-step mode, in
+which a finished env is reset inside the step kernel, so a terminal observation is the real
+one and the returned observation the real first one of the next episode (no ghost steps).
+
+It also does what SB3's ``Monitor`` does for each env (``infos[i]["episode"]`` with the
+episode's return ``r``, length ``l``, seconds since the adapter started ``t``, and the total of
+each of the game's event counters, e.g. Tetris's ``lines``), so ``env_is_wrapped(Monitor)`` is
+True: SB3's logs and ``evaluate_policy`` count episodes without a wrapper. ``VecMonitor``,
+``VecNormalize`` and ``VecFrameStack`` work on top.
+
+Every step returns new arrays: SB3 keeps the previous step's observations while it computes the
+next (a buffer overwritten in place would silently corrupt its rollouts).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import VecEnv
+
+from vecsim.engine.engine import SAME_STEP
+from vecsim.gym.vector import FRESH_MIN_ENVS, VecsimVectorEnv, obs_parts, split_obs, split_row
+
+#: Attributes that ``get_attr`` reads once per env (the same value for every env).
+_SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata", "np_random_seed")
+
+
+class SB3VecEnv(VecEnv):
+    """``num_envs`` envs of a vecsim game as one Stable-Baselines3 ``VecEnv``.
+
+    Parameters
+    ----------
+    env_id : str
+        A vecsim id, e.g. ``"vecsim/CartPole-v1"`` or ``"CartPole-v1"``.
+    num_envs : int
+        Number of envs (>= 1).
+    seed : int or None
+        The first ``reset`` seeds env ``i`` with ``seed + i`` (as SB3's ``make_vec_env``);
+        ``None`` draws a random seed. ``seed()`` sets it again for the next ``reset``.
+    **kwargs
+        What ``gymnasium.make_vec`` passes to vecsim's ``VectorEnv``: ``max_episode_steps``,
+        ``precision``, ``parallel``, ``render_mode``, ``flatten_obs`` and game parameters (e.g.
+        Tetris's ``action_mode="drop"``). ``autoreset_mode`` and ``copy`` are the adapter's own.
+
+    Observations are ``(num_envs, *obs_shape)`` arrays of the game's dtype (a dict of them for
+    a ``Dict`` space, which SB3's ``MultiInputPolicy`` takes), rewards ``(num_envs,)`` float32 (as
+    ``DummyVecEnv``'s),
+    dones ``(num_envs,)`` bool, infos a list of ``num_envs`` dicts. ``env_method("action_masks")``
+    gives each env's legal actions, ``(n_actions,)`` bool, after the step's resets (what
+    sb3-contrib's ``MaskablePPO`` asks for). Actions are anything ``VecEnv.step`` is given:
+    ``(num_envs,)`` integers of any integer dtype for ``Discrete``, ``(num_envs, *shape)``
+    floats for ``Box``.
+    """
+
+    def __init__(self, env_id: str, num_envs: int = 1, *, seed: int | None = None, **kwargs):
+        for own in ("autoreset_mode", "copy", "vectorization_mode"):
+            if own in kwargs:
+                raise TypeError(f"SB3VecEnv sets {own} itself (SB3 resets finished envs in the same step); "
+                                f"remove {own}={kwargs[own]!r}")
+        if not isinstance(env_id, str):
+            raise TypeError(f"env_id must be a vecsim env id (str), but got env_id={env_id!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+            raise TypeError(f"seed must be an int or None, but got seed={seed!r}")
+        full_id = env_id if "/" in env_id else f"vecsim/{env_id}"
+        if not full_id.startswith("vecsim/"):
+            raise ValueError(f"SB3VecEnv takes a vecsim env id ('vecsim/...'), but got env_id={env_id!r}")
+        vec = gymnasium.make_vec(full_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
+                                 autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
+        self.vector_env: VecsimVectorEnv = vec
+        self.engine = vec.engine
+        self._flat = isinstance(vec.single_observation_space, spaces.Box)
+        self._parts = [] if self._flat else obs_parts(vec.single_observation_space)
+        self._fresh = self.engine.fresh_outputs_ok and vec.num_envs >= FRESH_MIN_ENVS
+        self._discrete = isinstance(vec.single_action_space, spaces.Discrete)
+        self._event_names = self.engine.event_names
+        self._returns = np.zeros(vec.num_envs)
+        self._lengths = np.zeros(vec.num_envs, dtype=np.int64)
+        self._event_totals = np.zeros((vec.num_envs, len(self._event_names)), dtype=np.int64)
+        self._start = time.time()
+        self._actions = None
+        super().__init__(vec.num_envs, vec.single_observation_space, vec.single_action_space)
+        if seed is not None:
+            self.seed(int(seed))
+
+    # -- the VecEnv API ------------------------------------------------------------------
+    def reset(self):
+        """Reset every env, with the seeds of ``seed()`` and options of ``set_options()`` if
+        given since the last reset; returns the observations."""
+        seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
+        options = self._batch_options()
+        self.vector_env.reset(seed=seeds, options=options)
+        self._reset_seeds()
+        self._reset_options()
+        self._returns[:] = 0
+        self._lengths[:] = 0
+        self._event_totals[:] = 0
+        self._actions = None
+        for i in range(self.num_envs):
+            self.reset_infos[i] = self._reset_info(i)
+        return self._observations(self.engine.obs, copy=True)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Check and keep ``actions`` for ``step_wait`` (``ValueError``/``TypeError`` naming a bad one)."""
+        self.engine.check_open()
+        self.engine.check_started()
+        self._actions = self.engine.coerce_actions(actions)
+
+    def step_wait(self):
+        """Step every env, resetting the finished ones; returns ``(obs, rewards, dones, infos)``."""
+        if self._actions is None:
+            raise RuntimeError("step_wait() needs a step_async(actions) first")
+        eng = self.engine
+        acts, self._actions = self._actions, None
+        if self._fresh:
+            obs, rewards, terminals, truncations = eng.step_mode_fresh(SAME_STEP, acts)
+        else:
+            eng.step_mode_coerced(SAME_STEP, acts)
+            obs, rewards = eng.obs.copy(), eng.rewards
+            terminals, truncations = eng.terminals.copy(), eng.truncations.copy()
+        dones = terminals | truncations
+        self._returns += rewards
+        rewards = rewards.astype(np.float32)  # DummyVecEnv's dtype
+        self._lengths += 1
+        if self._event_names:
+            self._event_totals += eng.events
+        infos = [{} for _ in range(self.num_envs)]
+        if dones.any():
+            for i in np.flatnonzero(dones):
+                self._finish(infos[i], int(i), bool(terminals[i]), bool(truncations[i]))
+        return self._observations(obs, copy=False), rewards, dones, infos
+
+    def _finish(self, info: dict, i: int, terminated: bool, truncated: bool) -> None:
+        """Fill the info of env ``i``, which finished in this step and was reset by it."""
+        row = self.engine.final_obs[i].copy()
+        info["terminal_observation"] = row if self._flat else split_row(row, self._parts)
+        info["TimeLimit.truncated"] = truncated and not terminated
+        episode = {"r": float(self._returns[i]), "l": int(self._lengths[i]),
+                   "t": round(time.time() - self._start, 6)}
+        for k, name in enumerate(self._event_names):
+            episode[name] = int(self._event_totals[i, k])
+        info["episode"] = episode
+        self._returns[i] = 0
+        self._lengths[i] = 0
+        self._event_totals[i] = 0
+        self.reset_infos[i] = self._reset_info(i)
+
+    def close(self) -> None:
+        self.vector_env.close()
+
+    def get_images(self):
+        """One RGB frame per env (``render_mode="rgb_array"``)."""
+        if self.render_mode != "rgb_array":
+            raise ValueError(f"get_images needs render_mode='rgb_array', but this env has render_mode={self.render_mode!r}")
+        return [self.engine.render_rgb(i) for i in range(self.num_envs)]
+
+    # -- per-env attributes and methods --------------------------------------------------
+    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        """``attr_name`` of each env in ``indices``. The envs share ``render_mode``, their spaces,
+        ``spec`` and ``metadata``; ``action_masks`` is each env's bound mask method; a game
+        parameter (e.g. ``"gravity"``) is each env's value. ``AttributeError`` otherwise."""
+        envs = self._indices(indices)
+        if attr_name == "action_masks" and self._discrete:
+            return [self._env_method_mask(i) for i in envs]
+        if attr_name in _SHARED_ATTRS:
+            value = self._shared_attr(attr_name)
+            return [value for _ in envs]
+        params = tuple(self.engine.game.params_cls._fields)
+        if attr_name in params:
+            return [getattr(self.engine.params_of(i), attr_name) for i in envs]
+        raise AttributeError(f"vecsim env {self.engine.game.env_id} has no attribute {attr_name!r} "
+                             f"(get_attr knows {', '.join(_SHARED_ATTRS + ('action_masks',) + tuple(params))})")
+
+    def _shared_attr(self, name: str):
+        vec = self.vector_env
+        if name == "observation_space":
+            return vec.single_observation_space
+        if name == "action_space":
+            return vec.single_action_space
+        if name == "np_random_seed":
+            return None
+        return getattr(vec, name)
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        """Not supported: a vecsim env's parameters are fixed when it is made. Raises
+        ``AttributeError`` naming the attribute (make a new ``SB3VecEnv`` with it instead)."""
+        self._indices(indices)
+        raise AttributeError(f"SB3VecEnv cannot set {attr_name!r} on running envs; pass it when making the env "
+                             f"(SB3VecEnv({self.engine.game.env_id!r}, ..., {attr_name}=...))")
+
+    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
+        """``method_name(*args, **kwargs)`` for each env in ``indices``: ``action_masks`` (the
+        env's legal actions after the last step's resets, ``(n_actions,)`` bool) and ``render``
+        (a frame of the env in its ``render_mode``). ``AttributeError`` for any other method."""
+        envs = self._indices(indices)
+        if method_name == "action_masks" and self._discrete:
+            if method_args or method_kwargs:
+                raise TypeError("action_masks() takes no arguments")
+            masks = self.vector_env.action_masks()
+            return list(masks[envs].copy()) if indices is not None else list(masks.copy())
+        if method_name == "render":
+            if method_args or method_kwargs:
+                raise TypeError("render() takes no arguments")
+            return [self._render_one(i) for i in envs]
+        raise AttributeError(f"vecsim env {self.engine.game.env_id} has no method {method_name!r} "
+                             f""
+                             f"(env_method knows {'action_masks and ' if self._discrete else ''}render)")
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        """True for SB3's ``Monitor`` (the adapter records its episode statistics), else False."""
+        envs = self._indices(indices)
+        return [isinstance(wrapper_class, type) and issubclass(Monitor, wrapper_class) for _ in envs]
+
+    # -- helpers -------------------------------------------------------------------------
+    def _observations(self, flat: np.ndarray, copy: bool):
+        if self._flat:
+            return flat.copy() if copy else flat
+        return split_obs(flat, self._parts, copy=True)
+
+    def _reset_info(self, i: int) -> dict:
+        """What a single env's ``reset`` returns as info: its legal actions, for games with masks."""
+        if not self.engine.n_mask:
+            return {}
+        return {"action_mask": self.engine.masks[i].copy()}
+
+    def _env_method_mask(self, i: int):
+        return lambda: self.vector_env.action_masks()[i].copy()
+
+    def _render_one(self, i: int):
+        if self.render_mode == "ansi":
+            return self.engine.render_text(i)
+        if self.render_mode == "rgb_array":
+            return self.engine.render_rgb(i)
+        return None
+
+    def _indices(self, indices) -> list[int]:
+        """``indices`` (None, an int or a sequence of ints) as a list of env indices, or
+        ``IndexError``/``TypeError`` naming the bad one."""
+        if indices is None:
+            return list(range(self.num_envs))
+        items = [indices] if isinstance(indices, (int, np.integer)) else indices
+        try:
+            return [self.engine.env_index(i) for i in items]
+        except TypeError:
+            raise TypeError(f"indices must be None, an int or a sequence of ints, but got indices={indices!r}") from None
+
+    def _batch_options(self):
+        """The options of ``set_options`` as one dict for the batch's reset, or ``None``."""
+        first = self._options[0]
+        if any(opt != first for opt in self._options[1:]):
+            raise ValueError("vecsim resets its envs together, with one options dict; set_options got "
+                             f"different options per env: {self._options!r}")
+        return dict(first) if first else None
+
+    def seed(self, seed: int | None = None):
+        """Seed env ``i`` with ``seed + i`` at the next ``reset`` (a random seed for ``None``)."""
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+            raise TypeError(f"seed must be an int or None, but got seed={seed!r}")
+        return super().seed(None if seed is None else int(seed))
+
+    def set_options(self, options=None) -> None:
+        """Options for the next ``reset``: one dict for every env, or a list of ``num_envs`` dicts."""
+        if options is not None and not isinstance(options, (dict, list, tuple)):
+            raise TypeError(f"options must be a dict, a list of dicts or None, but got options={options!r}")
+        if isinstance(options, (list, tuple)):
+            if len(options) != self.num_envs or not all(isinstance(o, dict) for o in options):
+                raise ValueError(f"options as a list must hold {self.num_envs} dicts (one per env), "
+                                 f"but got options={options!r}")
+            if "reset_mask" in options[0]:
+                raise ValueError("options cannot hold 'reset_mask': SB3VecEnv resets finished envs itself")
+        elif isinstance(options, dict) and "reset_mask" in options:
+            raise ValueError("options cannot hold 'reset_mask': SB3VecEnv resets finished envs itself")
+        super().set_options(options)
+
+    def __repr__(self) -> str:
+        return f"SB3VecEnv({self.engine.game.env_id!r}, num_envs={self.num_envs})"
