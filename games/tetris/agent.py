@@ -123,6 +123,7 @@ from vecsim.games.tetris.pieces import (
 from vecsim.games.tetris.rules import F_COL_T, F_HOLES, F_ROW_T, board_features, drop_row, hold_target
 from vecsim.core.contract import param
 from vecsim.core.jit import EXACT_OPTIONS, exact
+from vecsim.engine.threads import start_thread_pool
 
 #: Dellacherie's weights: landing height, eroded piece cells, row transitions, column
 #: transitions, holes, cumulative wells (integers: the kernels rate in exact integers).
@@ -652,6 +653,7 @@ def dellacherie_actions(engine, out=None) -> np.ndarray:
     elif (not isinstance(out, np.ndarray) or out.dtype != np.int64 or out.shape != (n,)
           or not out.flags.c_contiguous or not out.flags.writeable):
         raise ValueError(f"out must be a writeable C-contiguous int64 array of shape ({n},)")
+    start_thread_pool()
     _actions_kernel(tuple(engine.state), _params_array(engine), engine.rng, out)
     return out
 
@@ -721,6 +723,7 @@ def play_games(num_games: int, seed: int = 0, max_pieces: int | None = None, **e
     invalid = np.zeros(n, dtype=np.bool_)
     actions = np.zeros(n, dtype=np.int64)
     masks = np.zeros_like(engine.masks)
+    start_thread_pool()
     # Games differ in length by orders of magnitude: hand them to threads one at a time.
     with numba.parallel_chunksize(1):
         _games_kernel(tuple(engine.state), _params_array(engine), engine.rng, actions, engine.events, masks,

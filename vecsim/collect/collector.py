@@ -30,6 +30,7 @@ from vecsim.core.rng import MAX_SEED
 from vecsim.engine.chooser import KernelChooser, adapt_enabled, numba_threads
 from vecsim.engine.codegen import load_collect_kernel, load_collect_step_kernels
 from vecsim.engine.engine import _is_int, check_seed, parallel_min_envs
+from vecsim.engine.threads import start_thread_pool
 
 __all__ = ["EpisodeBatch", "EpisodeCollector", "PolicyError"]
 
@@ -511,6 +512,7 @@ class EpisodeCollector:
                 eng.kernel_params) + tuple(eng.state)
         if "collect" in self._policy.PADDED:
             args += (np.zeros(1),)
+        start_thread_pool()  # a parallel kernel
         self._policy.collect(*args)
         failed = bad[:, 0] > 0
         if failed.any():
@@ -577,6 +579,8 @@ class EpisodeCollector:
             parallel = serial
         else:
             chooser = self._chooser
+        if parallel is kern.advance_parallel and (serial is parallel or w >= self._parallel_min):
+            start_thread_pool()
         while True:
             if stop is not None and stop.is_set():
                 raise _Cancelled
@@ -635,6 +639,7 @@ class EpisodeCollector:
             return  # the next request reports it
         pending = _Pending(n, first, self._slot_set(n))
         threads = max(1, numba_threads() - 1)
+        start_thread_pool()  # here: set_num_threads in the worker would start it there
 
         def work():
             try:

@@ -23,7 +23,7 @@ from vecsim.engine.codegen import address_table, load_kernels, table_specs
 from vecsim.engine.game import GameSpec
 from vecsim.engine.reset_mask import ResetMask
 from vecsim.engine.step_result import StepResult
-from vecsim.engine.threads import threading_layer
+from vecsim.engine.threads import start_thread_pool, threading_layer
 
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 _OK, _BAD_ACTION, _FINISHED_ENV, _ILLEGAL_ACTION, _ALIASED_ARRAY = 0, 1, 2, 3, 4
@@ -381,6 +381,8 @@ class Engine:
             self.parallel = threshold is not None and n >= threshold
         else:
             self.parallel = bool(parallel)
+        if self.parallel:
+            start_thread_pool()
         suffix = "parallel" if self.parallel else "serial"
         self._step_kernel = getattr(kernels, f"step_{suffix}")
         self._reset_kernel = getattr(kernels, f"reset_{suffix}")
@@ -406,6 +408,8 @@ class Engine:
         """Step (and reset many envs) with the parallel kernels or the serial ones from the
         next call on: ``kernel_chooser`` switches so. Both give the same results."""
         kernels = self._kernels
+        if flag:
+            start_thread_pool()
         self._step_kernel = kernels.step_parallel if flag else kernels.step_serial
         self._reset_kernel = kernels.reset_parallel if flag else kernels.reset_serial
         self._min_parallel_resets = self._parallel_resets if flag else sys.maxsize

@@ -1,6 +1,10 @@
-"""Numba's thread pool as the engine sees it: which threading layer runs the parallel kernels."""
+"""Numba's thread pool as the engine sees it: starting it without touching the caller's
+OpenMP threads, and which threading layer runs the parallel kernels."""
 
 from __future__ import annotations
+
+import ctypes
+import os
 
 import numba
 import numpy as np
@@ -14,6 +18,35 @@ def _first_launch(out):
         out[i] = i
 
 
+def _loaded_openmp():
+    """The OpenMP runtime (GNU libgomp) already loaded in this process, or ``None``. Numba's omp
+    layer links the same ``libgomp.so.1`` that torch's and NumPy's libraries load."""
+    try:
+        return ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD)
+    except (OSError, AttributeError):
+        return None
+
+
+def start_thread_pool() -> None:
+    """Start Numba's thread pool if it is not running, leaving the calling thread's OpenMP
+    thread count as it was.
+
+    On the omp layer, starting the pool sets OpenMP's thread count (``omp_set_num_threads``) to
+    ``NUMBA_NUM_THREADS``; torch shares that libgomp, so ``torch.set_num_threads(1)`` would
+    silently become two threads or more. Every parallel kernel of vecsim runs after this.
+    Numba passes its own thread count to each parallel region, so restoring the caller's
+    count changes nothing for vecsim."""
+    from numba.np.ufunc import parallel
+
+    if getattr(parallel, "_is_initialized", False):
+        return
+    openmp = _loaded_openmp()
+    before = openmp.omp_get_max_threads() if openmp is not None else None
+    parallel._launch_threads()
+    if before is not None and openmp.omp_get_max_threads() != before:
+        openmp.omp_set_num_threads(before)
+
+
 def threading_layer() -> str:
     """The threading layer of Numba's parallel kernels in this process (``"omp"``, ``"tbb"``
     or ``"workqueue"``), known only once a parallel kernel has run: this runs a trivial one
@@ -23,6 +56,7 @@ def threading_layer() -> str:
     except ValueError:  # no parallel kernel has run yet
         from vecsim.engine.codegen import _load_without_refresh  # imports this module
 
+        start_thread_pool()
         _load_without_refresh(_first_launch)  # a warm start loads it as it loads the kernels
         _first_launch(np.zeros(2))
         return numba.threading_layer()
