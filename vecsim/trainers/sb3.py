@@ -6,11 +6,12 @@ The adapter gets exactly that from the kernels: it steps the engine in its same-
 which a finished env is reset inside the step kernel, so a terminal observation is the real
 one and the returned observation the real first one of the next episode (no ghost steps).
 
-It also does what SB3's ``Monitor`` does for each env (``infos[i]["episode"]`` with the
-episode's return ``r``, length ``l``, seconds since the adapter started ``t``, and the total of
-each of the game's event counters, e.g. Tetris's ``lines``), so ``env_is_wrapped(Monitor)`` is
-True: SB3's logs and ``evaluate_policy`` count episodes without a wrapper. ``VecMonitor``,
-``VecNormalize`` and ``VecFrameStack`` work on top.
+By default it also does what SB3's ``Monitor`` does for each env (``infos[i]["episode"]``
+with the episode's return ``r``, length ``l``, seconds since the adapter started ``t``, and the
+total of each of the game's event counters, e.g. Tetris's ``lines``), so
+``env_is_wrapped(Monitor)`` is True: SB3's logs and ``evaluate_policy`` count episodes without
+a wrapper. ``VecNormalize``, ``VecFrameStack`` and (with ``monitor=False``) ``VecMonitor`` work
+on top.
 
 Every step returns new arrays: SB3 keeps the previous step's observations while it computes the
 next (a buffer overwritten in place would silently corrupt its rollouts).
@@ -47,6 +48,10 @@ class SB3VecEnv(VecEnv):
     seed : int or None
         The first ``reset`` seeds env ``i`` with ``seed + i`` (as SB3's ``make_vec_env``);
         ``None`` draws a random seed. ``seed()`` sets it again for the next ``reset``.
+    monitor : bool
+        ``True`` (default): episode statistics in ``infos[i]["episode"]``, as under SB3's
+        ``Monitor``. ``False``: none (for ``VecMonitor`` on top, which otherwise warns that
+        it replaces them).
     **kwargs
         What ``gymnasium.make_vec`` passes to vecsim's ``VectorEnv``: ``max_episode_steps``,
         ``precision``, ``parallel``, ``render_mode``, ``flatten_obs`` and game parameters (e.g.
@@ -62,7 +67,8 @@ class SB3VecEnv(VecEnv):
     floats for ``Box``.
     """
 
-    def __init__(self, env_id: str, num_envs: int = 1, *, seed: int | None = None, **kwargs):
+    def __init__(self, env_id: str, num_envs: int = 1, *, seed: int | None = None, monitor: bool = True,
+                 **kwargs):
         for own in ("autoreset_mode", "copy", "vectorization_mode"):
             if own in kwargs:
                 raise TypeError(f"SB3VecEnv sets {own} itself (SB3 resets finished envs in the same step); "
@@ -71,6 +77,9 @@ class SB3VecEnv(VecEnv):
             raise TypeError(f"env_id must be a vecsim env id (str), but got env_id={env_id!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
             raise TypeError(f"seed must be an int or None, but got seed={seed!r}")
+        if not isinstance(monitor, (bool, np.bool_)):
+            raise TypeError(f"monitor must be a bool, but got monitor={monitor!r}")
+        self.monitor = bool(monitor)
         full_id = env_id if "/" in env_id else f"vecsim/{env_id}"
         if not full_id.startswith("vecsim/"):
             raise ValueError(f"SB3VecEnv takes a vecsim env id ('vecsim/...'), but got env_id={env_id!r}")
@@ -133,7 +142,7 @@ class SB3VecEnv(VecEnv):
         self._lengths += 1
         if self._event_names:
             self._event_totals += eng.events
-        infos = [{} for _ in range(self.num_envs)]
+        infos = self._step_infos()
         if dones.any():
             for i in np.flatnonzero(dones):
                 self._finish(infos[i], int(i), bool(terminals[i]), bool(truncations[i]))
@@ -144,6 +153,9 @@ class SB3VecEnv(VecEnv):
         row = self.engine.final_obs[i].copy()
         info["terminal_observation"] = row if self._flat else split_row(row, self._parts)
         info["TimeLimit.truncated"] = truncated and not terminated
+        self.reset_infos[i] = self._reset_info(i)
+        if not self.monitor:
+            return
         episode = {"r": float(self._returns[i]), "l": int(self._lengths[i]),
                    "t": round(time.time() - self._start, 6)}
         for k, name in enumerate(self._event_names):
@@ -152,7 +164,6 @@ class SB3VecEnv(VecEnv):
         self._returns[i] = 0
         self._lengths[i] = 0
         self._event_totals[i] = 0
-        self.reset_infos[i] = self._reset_info(i)
 
     def close(self) -> None:
         self.vector_env.close()
@@ -216,9 +227,11 @@ class SB3VecEnv(VecEnv):
                              f"(env_method knows {'action_masks and ' if self._discrete else ''}render)")
 
     def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
-        """True for SB3's ``Monitor`` (the adapter records its episode statistics), else False."""
+        """True for SB3's ``Monitor`` (and its bases) where the adapter records its episode
+        statistics (``monitor=True``), else False."""
         envs = self._indices(indices)
-        return [isinstance(wrapper_class, type) and issubclass(Monitor, wrapper_class) for _ in envs]
+        wrapped = self.monitor and isinstance(wrapper_class, type) and issubclass(Monitor, wrapper_class)
+        return [wrapped for _ in envs]
 
     # -- helpers -------------------------------------------------------------------------
     def _observations(self, flat: np.ndarray, copy: bool):
@@ -226,11 +239,29 @@ class SB3VecEnv(VecEnv):
             return flat.copy() if copy else flat
         return split_obs(flat, self._parts, copy=True)
 
+    def _step_infos(self) -> list[dict]:
+        """Each env's info as vecsim's single env gives it, less the action mask (which
+        ``env_method("action_masks")`` gives): the step's event counters and extra outputs."""
+        eng = self.engine
+        if not self._event_names and not eng.info_arrays:
+            return [{} for _ in range(self.num_envs)]
+        names = self._event_names
+        infos = [dict(zip(names, row)) for row in eng.events.tolist()]
+        for name, arr in eng.info_arrays.items():
+            rows = arr.copy()  # one copy; each env's info holds a view of its row
+            for i, info in enumerate(infos):
+                info[name] = rows[i]
+        return infos
+
     def _reset_info(self, i: int) -> dict:
-        """What a single env's ``reset`` returns as info: its legal actions, for games with masks."""
-        if not self.engine.n_mask:
-            return {}
-        return {"action_mask": self.engine.masks[i].copy()}
+        """What vecsim's single env returns as the info of a ``reset``: the legal actions, the
+        event counters (zero: nothing happened yet) and the extra outputs of env ``i``."""
+        eng = self.engine
+        info = {"action_mask": eng.masks[i].copy()} if eng.n_mask else {}
+        info.update(dict.fromkeys(self._event_names, 0))
+        for name, arr in eng.info_arrays.items():
+            info[name] = arr[i].copy()
+        return info
 
     def _env_method_mask(self, i: int):
         return lambda: self.vector_env.action_masks()[i].copy()
