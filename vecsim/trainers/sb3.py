@@ -92,10 +92,13 @@ class SB3VecEnv(VecEnv):
         self._fresh = self.engine.fresh_outputs_ok and vec.num_envs >= FRESH_MIN_ENVS
         self._discrete = isinstance(vec.single_action_space, spaces.Discrete)
         self._event_names = self.engine.event_names
+        self._rich_reset_info = bool(self.engine.n_mask or self._event_names or self.engine.info_arrays)
         self._returns = np.zeros(vec.num_envs)
-        self._lengths = np.zeros(vec.num_envs, dtype=np.int64)
+        self._steps = 0  # steps since the last reset(); an episode's length is counted from its first
+        self._first_step = np.zeros(vec.num_envs, dtype=np.int64)
         self._event_totals = np.zeros((vec.num_envs, len(self._event_names)), dtype=np.int64)
         self._start = time.time()
+        self._no_infos = [{}] * vec.num_envs
         self._actions = None
         super().__init__(vec.num_envs, vec.single_observation_space, vec.single_action_space)
         if seed is not None:
@@ -111,7 +114,8 @@ class SB3VecEnv(VecEnv):
         self._reset_seeds()
         self._reset_options()
         self._returns[:] = 0
-        self._lengths[:] = 0
+        self._steps = 0
+        self._first_step[:] = 0
         self._event_totals[:] = 0
         self._actions = None
         for i in range(self.num_envs):
@@ -134,36 +138,41 @@ class SB3VecEnv(VecEnv):
             obs, rewards, terminals, truncations = eng.step_mode_fresh(SAME_STEP, acts)
         else:
             eng.step_mode_coerced(SAME_STEP, acts)
-            obs, rewards = eng.obs.copy(), eng.rewards
-            terminals, truncations = eng.terminals.copy(), eng.truncations.copy()
+            obs, rewards, terminals, truncations = eng.obs.copy(), eng.rewards, eng.terminals, eng.truncations
         dones = terminals | truncations
-        self._returns += rewards
-        rewards = rewards.astype(np.float32)  # DummyVecEnv's dtype
-        self._lengths += 1
-        if self._event_names:
-            self._event_totals += eng.events
         infos = self._step_infos()
+        self._steps += 1
+        if self.monitor:
+            self._returns += rewards
+            if self._event_names:
+                self._event_totals += eng.events
         if dones.any():
-            for i in np.flatnonzero(dones):
-                self._finish(infos[i], int(i), bool(terminals[i]), bool(truncations[i]))
-        return self._observations(obs, copy=False), rewards, dones, infos
+            self._finish(np.flatnonzero(dones), infos, terminals, truncations)
+        return self._observations(obs, copy=False), rewards.astype(np.float32), dones, infos
 
-    def _finish(self, info: dict, i: int, terminated: bool, truncated: bool) -> None:
-        """Fill the info of env ``i``, which finished in this step and was reset by it."""
-        row = self.engine.final_obs[i].copy()
-        info["terminal_observation"] = row if self._flat else split_row(row, self._parts)
-        info["TimeLimit.truncated"] = truncated and not terminated
-        self.reset_infos[i] = self._reset_info(i)
+    def _finish(self, done: np.ndarray, infos: list, terminals: np.ndarray, truncations: np.ndarray) -> None:
+        """Fill the infos of the envs in ``done`` (indices), which finished in this step and were reset by it."""
+        envs = done.tolist()
+        finals = self.engine.final_obs[done]  # one copy; each info holds a view of its row
+        timeouts = (truncations[done] & ~terminals[done]).tolist()
+        for k, i in enumerate(envs):
+            info = infos[i]
+            info["terminal_observation"] = finals[k] if self._flat else split_row(finals[k], self._parts)
+            info["TimeLimit.truncated"] = timeouts[k]
+            self.reset_infos[i] = self._reset_info(i)
         if not self.monitor:
             return
-        episode = {"r": float(self._returns[i]), "l": int(self._lengths[i]),
-                   "t": round(time.time() - self._start, 6)}
-        for k, name in enumerate(self._event_names):
-            episode[name] = int(self._event_totals[i, k])
-        info["episode"] = episode
-        self._returns[i] = 0
-        self._lengths[i] = 0
-        self._event_totals[i] = 0
+        returns = self._returns[done].tolist()
+        lengths = (self._steps - self._first_step[done]).tolist()
+        seconds = round(time.time() - self._start, 6)
+        for k, i in enumerate(envs):
+            infos[i]["episode"] = {"r": returns[k], "l": lengths[k], "t": seconds}
+        self._returns[done] = 0
+        self._first_step[done] = self._steps
+        if self._event_names:
+            for k, (i, totals) in enumerate(zip(envs, self._event_totals[done].tolist())):
+                infos[i]["episode"].update(zip(self._event_names, totals))
+            self._event_totals[done] = 0
 
     def close(self) -> None:
         self.vector_env.close()
@@ -244,7 +253,7 @@ class SB3VecEnv(VecEnv):
         ``env_method("action_masks")`` gives): the step's event counters and extra outputs."""
         eng = self.engine
         if not self._event_names and not eng.info_arrays:
-            return [{} for _ in range(self.num_envs)]
+            return list(map(dict.copy, self._no_infos))  # new dicts, faster than a comprehension
         names = self._event_names
         infos = [dict(zip(names, row)) for row in eng.events.tolist()]
         for name, arr in eng.info_arrays.items():
@@ -257,6 +266,8 @@ class SB3VecEnv(VecEnv):
         """What vecsim's single env returns as the info of a ``reset``: the legal actions, the
         event counters (zero: nothing happened yet) and the extra outputs of env ``i``."""
         eng = self.engine
+        if not self._rich_reset_info:
+            return {}
         info = {"action_mask": eng.masks[i].copy()} if eng.n_mask else {}
         info.update(dict.fromkeys(self._event_names, 0))
         for name, arr in eng.info_arrays.items():
