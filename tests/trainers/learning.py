@@ -11,9 +11,7 @@ and steps/s of the whole run (env stepping and learning together).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import re
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -32,12 +30,6 @@ from torch import nn
 
 import vecsim  # noqa: F401  (registers the vecsim/... ids)
 
-# Under pytest, tests/ is on sys.path (for tests/conftest.py) and tests/gym/ imports as a
-# namespace package named gym; TorchRL probes `import gym` for the old Gym library and fails
-# on that folder's missing gym.spaces. Where no real Gym is installed, mark it absent.
-_gym_spec = importlib.util.find_spec("gym")
-if _gym_spec is not None and _gym_spec.origin is None:
-    sys.modules["gym"] = None
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 NUM_ENVS = 16  # as in the README's skrl and TorchRL snippets
