@@ -18,6 +18,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecMonitor, VecNormalize
 
+from learning import run_readme_snippet
 from vecsim.trainers.sb3 import SB3VecEnv
 
 pytestmark = pytest.mark.trainers
@@ -235,3 +236,12 @@ def test_sb3_algorithms_learn_a_few_updates():
     returns, _ = evaluate_policy(PPO("MlpPolicy", cart, seed=0, device="cpu"), cart, n_eval_episodes=8,
                                  return_episode_rewards=True)
     assert len(returns) == 8 and min(returns) >= 8  # episodes counted from the adapter's Monitor info
+
+
+@pytest.mark.slow
+def test_the_readmes_sb3_snippet_trains():
+    names = run_readme_snippet("sb3")
+    model, tetris = names["model"], names["tetris"]
+    assert names["model"].num_timesteps >= 4_096 and len(model.ep_info_buffer) > 0
+    assert all(set(ep) >= {"r", "l", "lines"} for ep in model.ep_info_buffer)  # Monitor's, plus events
+    assert len(names["venv"].reset_infos) == 8 and tetris.num_envs == 8
