@@ -108,21 +108,20 @@ All kernels follow ``vecsim.core.jit``: no allocation, no NRT.
 
 from __future__ import annotations
 
+import pathlib
+
 import numba
 import numpy as np
-from numba import prange
 
-from vecsim.games.tetris import (
-    DROP, EV_LINES, EV_PIECES, N_DROP, Params, PRIMITIVE, REACH, State, step_env, write_mask,
-)
+from vecsim.games.tetris import DROP, N_DROP, Params, PRIMITIVE, REACH
 from vecsim.core.bits import ctz, popcount
 from vecsim.games.tetris.pieces import (
     CELLS, COL_BOTTOM, COL_MASKS, DROP_Y, FULL_ROW, H, HEIGHT, HIDDEN, MIN_COL, N_POSES, ROW_MASKS,
     SPAWN_BOX_COL, W,
 )
-from vecsim.games.tetris.rules import F_COL_T, F_HOLES, F_ROW_T, board_features, drop_row, hold_target
+from vecsim.games.tetris.rules import F_COL_T, F_HOLES, F_ROW_T, board_features, hold_target
 from vecsim.core.contract import param
-from vecsim.core.jit import EXACT_OPTIONS, exact
+from vecsim.core.jit import exact
 from vecsim.engine.threads import start_thread_pool
 
 #: Dellacherie's weights: landing height, eroded piece cells, row transitions, column
@@ -530,83 +529,22 @@ def _params_builder(n_fields: int):
 
 
 _make_params = _params_builder(len(Params._fields))
-_PARALLEL = dict(EXACT_OPTIONS, parallel=True)
-
-
-# The prange bodies pass the env index on as int64: a prange index is uint64 inside the
-# loop, and calling the per-env functions with it would compile them a second time (see
-# docs/numba-workarounds.md).
-@numba.njit(**_PARALLEL)
-def _actions_kernel(state, P, rng, out):
-    for i in prange(out.shape[0]):
-        s = State(*state)
-        p = _make_params(P)
-        out[i] = policy(s, p, np.int64(i), rng)
-
-
-@exact
-def _play_game(s, p, g, rng, actions, events, masks, max_pieces):
-    """Play env ``g`` until it ends or has locked ``max_pieces`` pieces (0: no cap).
-
-    Returns ``(lines, pieces, terminated, invalid)``."""
-    pieces = 0
-    lines = 0
-    done = False
-    while not done and (max_pieces <= 0 or pieces < max_pieces):
-        actions[g] = policy(s, p, g, rng)
-        _, done = step_env(s, p, g, actions, events, rng)
-        if events[g, EV_PIECES] == 0:  # every legal placement locks a piece; an illegal one, nothing
-            return lines, pieces, done, True
-        pieces += events[g, EV_PIECES]
-        lines += events[g, EV_LINES]
-        if not done:
-            write_mask(s, p, g, masks)
-    return lines, pieces, done, False
-
-
-@numba.njit(**_PARALLEL)
-def _games_kernel(state, P, rng, actions, events, masks, max_pieces, lines, pieces, ended, invalid):
-    for g in prange(lines.shape[0]):
-        s = State(*state)
-        p = _make_params(P)
-        n_lines, n_pieces, done, bad = _play_game(s, p, np.int64(g), rng, actions, events, masks, max_pieces)
-        lines[g] = n_lines
-        pieces[g] = n_pieces
-        ended[g] = done
-        invalid[g] = bad
 
 
 #: ``afterstate_rating`` methods: the policy's column evaluator, the row-by-row one, SPEC's features.
 RATING_METHODS = ("columns", "rows", "features")
 
 
-@numba.njit(**EXACT_OPTIONS)
-def _rating_kernel(state, P, i, a, method):
-    s = State(*state)
-    p = _make_params(P)
-    half = N_DROP if np.int64(param(p.action_mode, i)) == DROP else N_POSES
-    hh = a // half
-    k = a % half
-    t = np.int64(s.piece[i]) if hh == 0 else hold_target(s, i)
-    load_columns(s.scratch_cols, s.rows, i)
-    if half == N_DROP:
-        r = k // W
-        x = k % W
-        y = drop_row(s.rows, i, t, r, DROP_Y[t, r], x)
-        if drop_row_cols(s.scratch_cols, i, t, r, x) != y:
-            return _NO_RATING  # never: the tests check it
-    else:
-        r = k // (H * W)
-        y = (k // W) % H
-        x = k % W
-    if method == 2:
-        return rating2_from_features(s, i, t, r, y, x)
-    if method == 1:
-        return rating2(s, i, t, r, y, x)
-    return rating2_cols(s.scratch_cols, s.rows, i, t, r, y, x)
-
-
 # ------------------------------------------------------------------------------ Python API
+def _kernels():
+    """The module of the agent's batched kernels (``agent_kernels.py``), loaded through the
+    kernel cache so that a warm process does not compile them again."""
+    from vecsim.engine.codegen import load_game_module
+    from vecsim.engine.registry import resolve
+
+    return load_game_module(resolve("Tetris-v0"), pathlib.Path(__file__).with_name("agent_kernels.py"))
+
+
 def _check_engine(engine) -> int:
     """The action mode of a Tetris ``engine`` in drop or reach mode; raises otherwise."""
     game = getattr(engine, "game", None)
@@ -654,7 +592,7 @@ def dellacherie_actions(engine, out=None) -> np.ndarray:
           or not out.flags.c_contiguous or not out.flags.writeable):
         raise ValueError(f"out must be a writeable C-contiguous int64 array of shape ({n},)")
     start_thread_pool()
-    _actions_kernel(tuple(engine.state), _params_array(engine), engine.rng, out)
+    _kernels()._actions_kernel(tuple(engine.state), _params_array(engine), engine.rng, out)
     return out
 
 
@@ -672,7 +610,7 @@ def afterstate_rating(engine, i: int, action: int, method: str = "columns") -> f
     action = int(action)
     if not (0 <= action < engine.masks.shape[1]) or not engine.masks[i, action]:
         raise ValueError(f"action {action} is not legal in env {i}")
-    rating = _rating_kernel(tuple(engine.state), _params_array(engine), i, action, RATING_METHODS.index(method))
+    rating = _kernels()._rating_kernel(tuple(engine.state), _params_array(engine), i, action, RATING_METHODS.index(method))
     if rating == _NO_RATING:
         raise RuntimeError(f"drop_row_cols disagrees with drop_row for action {action} of env {i}")
     return rating / 2.0
@@ -726,7 +664,7 @@ def play_games(num_games: int, seed: int = 0, max_pieces: int | None = None, **e
     start_thread_pool()
     # Games differ in length by orders of magnitude: hand them to threads one at a time.
     with numba.parallel_chunksize(1):
-        _games_kernel(tuple(engine.state), _params_array(engine), engine.rng, actions, engine.events, masks,
+        _kernels()._games_kernel(tuple(engine.state), _params_array(engine), engine.rng, actions, engine.events, masks,
                       0 if max_pieces is None else int(max_pieces), lines, pieces, ended, invalid)
     engine.close()
     if invalid.any():  # the policy only plays legal actions: a bug if this happens

@@ -214,6 +214,23 @@ def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tabl
         return module
 
 
+def load_game_module(game: GameSpec, path: pathlib.Path):
+    """The module of kernels at ``path``, a file of ``game``'s package that nothing imports
+    by name (the Tetris agent's ``agent_kernels.py``), imported from a copy in the cache folder
+    named with the fingerprint of the game's sources: its ``cache=True`` kernels load from
+    Numba's cache in a warm process, and a change to any function they call gives a new copy
+    (Numba's own cache checks only the file of the kernel itself)."""
+    key = (game.module.__name__, str(path))
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+        text = pathlib.Path(path).read_text()
+        name = f"vecsim_{game.module.__name__.replace('.', '_')}_{pathlib.Path(path).stem}_{_fingerprint(game, text)}"
+        module = _import_generated(name, text)
+        _LOADED[key] = module
+        return module
+
+
 def _policy_location(policy) -> tuple[str, str, str]:
     """(module name, attribute, source file) of a jitted policy defined at a module's top level."""
     import inspect
