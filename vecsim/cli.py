@@ -1,4 +1,4 @@
-"""The ``vecsim`` command: ``vecsim demo``, ``vecsim bench``, ``vecsim warmup`` and ``vecsim calibrate``.
+"""The ``vecsim`` command: ``vecsim demo``, ``vecsim bench``, ``vecsim warmup``, ``vecsim calibrate`` and ``vecsim train``.
 
 ``vecsim demo`` runs every game with random actions through ``gymnasium.make_vec``, prints
 its throughput and writes a PNG of rendered frames. ``vecsim bench`` measures steps per
@@ -9,7 +9,8 @@ second against Gymnasium (and EnvPool when installed) with the functions of
 ``vecsim warmup`` compiles kernels into the on-disk cache ahead of time (an image build, a CI
 cache), several games at once. ``vecsim calibrate`` times each game's serial and parallel
 kernels on this machine and saves the batch size from which ``parallel="auto"`` picks the
-parallel ones (``vecsim.bench.calibrate``).
+parallel ones (``vecsim.bench.calibrate``). ``vecsim train`` trains a Stable-Baselines3 agent on
+a game (``vecsim.trainers.train``, which imports SB3 and torch only then).
 """
 
 from __future__ import annotations
@@ -514,9 +515,74 @@ def _load_line(args) -> str:
             f"multiplying 256x256 float32 matrices (NumPy), running while every cell was measured.")
 
 
+def cmd_bench_sb3(args) -> int:
+    """``vecsim bench --sb3``: the SB3 adapter's stepping cost and PPO training speed on CartPole."""
+    try:
+        from vecsim.bench import trainers
+        from vecsim.trainers.train import algorithm_class
+        algorithm_class("ppo")
+    except ImportError as exc:
+        raise SystemExit(f'vecsim bench --sb3 needs Stable-Baselines3 and torch ({exc.name} is missing): '
+                         f'pip install "vecsim[train]"') from None
+    except RuntimeError as exc:
+        raise SystemExit(f"vecsim bench --sb3: {exc}") from None
+    sizes = args.num_envs or [trainers.NUM_ENVS]
+    progress = Progress(len(sizes) * len(trainers.ADAPTER_IMPLS) + 2, enabled=not args.no_progress)
+    rows, record = [], {"machine": _machine(), "seconds": args.seconds, "repeats": args.repeats, "stepping": [],
+                        "training": {}}
+    for n in sizes:
+        rates = {}
+        for impl in trainers.ADAPTER_IMPLS:
+            progress.show(f"CartPole num_envs={n} {impl}")
+            with trainers.adapter_runner(impl, trainers.GAME, n) as runner:
+                rates[impl] = bench.steps_per_second(runner.step, n, args.seconds, args.repeats)
+            progress.advance()
+        record["stepping"] += [{"num_envs": n, "impl": impl, "steps_per_s": v} for impl, v in rates.items()]
+        sb3 = rates[trainers.SB3_STEP]
+        rows.append([n] + [bench.format_rate(v) for v in rates.values()]
+                    + [f"{sb3 / rates[bench.VECSIM_STEP]:.2f}", f"{sb3 / rates[trainers.SAME_STEP]:.2f}",
+                       f"{sb3 / rates[trainers.DUMMY]:.1f}x"])
+    train_rates = {}
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+    for impl, make in trainers.training_envs(8, seed=0).items():
+        progress.show(f"PPO on CartPole, 8 envs, {args.train_steps} steps: {impl}")
+        train_rates[impl] = trainers.training_steps_per_second(make, args.train_steps)
+        progress.advance()
+    record["training"] = {"steps": args.train_steps, "num_envs": 8, "steps_per_s": train_rates,
+                          "torch_threads": trainers.torch_threads()}
+    progress.finish()
+    print(bench.format_table(["num_envs", "vecsim step", "SAME_STEP", "SB3VecEnv", "DummyVecEnv (gym)",
+                              "SB3VecEnv / step", "SB3VecEnv / SAME_STEP", "x SB3VecEnv vs DummyVecEnv"], rows))
+    print(f"\nCartPole-v1 env steps per second (a step of N envs counts N), best of {args.repeats} repeats in about "
+          f"{args.seconds:g} s per cell; random actions drawn ahead of time.\n"
+          f"vecsim step = VecsimVectorEnv.step (NEXT_STEP autoreset, copy=True); SAME_STEP = the same in "
+          f"AutoresetMode.SAME_STEP; SB3VecEnv = vecsim.trainers.sb3.SB3VecEnv.step (same-step resets, info dicts, "
+          f"terminal observations, Monitor statistics); DummyVecEnv (gym) = SB3's make_vec_env('CartPole-v1') "
+          f"(Gymnasium's env in Monitor, in DummyVecEnv).\n")
+    ours, theirs = train_rates[trainers.SB3_STEP], train_rates[trainers.DUMMY]
+    print(bench.format_table(["PPO training, 8 envs", "steps/s"],
+                             [[impl, bench.format_rate(v)] for impl, v in train_rates.items()]
+                             + [["x SB3VecEnv vs DummyVecEnv", f"{ours / theirs:.2f}x"]]))
+    print(f"\nSB3 PPO with RL Zoo's CartPole-v1 hyperparameters (n_steps 32, batch 256, 20 epochs), "
+          f"{args.train_steps} steps of model.learn timed after a first warm-up rollout; torch threads: "
+          f"{trainers.torch_threads()}{'' if args.torch_threads else ' (left as they are)'}.")
+    print(_machine_line())
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(record, f, indent=1)
+        print(f"results written to {args.json}")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from vecsim.bench import peers
 
+    if args.sb3:
+        return cmd_bench_sb3(args)
+    args.num_envs = args.num_envs or list(bench.NUM_ENVS)
     games = _game_list(args.games)
     # A game that declares BENCH_VARIANTS has its own table: steps/s per variant, beside its peers.
     by_variant = [g for g in games if bench.bench_variants(g)]
@@ -648,6 +714,38 @@ def _machine_line() -> str:
             f"numba {m['numba']}, numpy {m['numpy']}, gymnasium {m['gymnasium']}")
 
 
+# -- train ----------------------------------------------------------------------------------
+def cmd_train(args) -> int:
+    import pathlib
+
+    try:
+        game_id = _game_list([args.env])[0]
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"--env: {exc}") from None
+    params = _game_params(args.param, [game_id])
+    from vecsim.trainers import train as trainer
+
+    out = pathlib.Path(args.out) if args.out else None
+    try:
+        result = trainer.train(game_id, args.algo, steps=args.steps, num_envs=args.num_envs, seed=args.seed, out=out,
+                               eval_episodes=args.eval_episodes, checkpoint_every=args.checkpoint_every,
+                               smoke=args.smoke, progress=not args.no_progress, torch_threads=args.torch_threads,
+                               step_bonus=args.step_bonus, verbose=args.verbose, **params)
+    except trainer.TrainerMissing as exc:
+        raise SystemExit(f"vecsim train: {exc}") from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    print(trainer.report(result, out))
+    return 0
+
+
+def _nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
 # -- entry point ----------------------------------------------------------------------------
 def _positive_float(text: str) -> float:
     value = float(text)
@@ -733,8 +831,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="steps/s of vecsim against Gymnasium (and EnvPool and operant when installed); "
                                      "a game with BENCH_VARIANTS per variant, beside its peers")
     b.add_argument("--games", nargs="+", help="game ids (default: every game)")
-    b.add_argument("--num-envs", type=_positive_int, nargs="+", default=list(bench.NUM_ENVS),
-                   help="batch sizes (default: %(default)s)")
+    b.add_argument("--num-envs", type=_positive_int, nargs="+",
+                   help=f"batch sizes (default: {list(bench.NUM_ENVS)}; with --sb3: 64)")
     b.add_argument("--seconds", type=_positive_float, default=1.0,
                    help="measuring time per cell (default: %(default)s)")
     b.add_argument("--repeats", type=_positive_int, default=3, help="repeats, the best counts (default: %(default)s)")
@@ -751,8 +849,48 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--load-threads", type=_load_count, default=0, metavar="M",
                    help="measure with M threads of this process multiplying matrices with NumPy (a learner beside "
                         "the envs) (default: %(default)s)")
+    b.add_argument("--sb3", action="store_true",
+                   help="instead, what the Stable-Baselines3 adapter costs on CartPole: steps/s of VecsimVectorEnv "
+                        "(NEXT_STEP, SAME_STEP), SB3VecEnv and SB3's DummyVecEnv over Gymnasium's env, and SB3 PPO "
+                        "training steps/s on SB3VecEnv and on that DummyVecEnv (needs vecsim[train])")
+    b.add_argument("--train-steps", type=_positive_int, default=20_000,
+                   help="with --sb3: PPO training steps timed per env (default: %(default)s)")
+    b.add_argument("--torch-threads", type=_positive_int,
+                   help="with --sb3: torch.set_num_threads for the PPO runs (default: leave torch's setting alone)")
     b.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     b.set_defaults(func=cmd_bench)
+
+    from vecsim.trainers.train import ALGOS  # the trainers' module imports no trainer at import
+
+    t = sub.add_parser("train", help="train a Stable-Baselines3 agent (PPO, MaskablePPO, DQN, SAC, A2C) on a game; "
+                                     "logs per-env episode statistics, checkpoints, evaluates at the end "
+                                     '(needs pip install "vecsim[train]")')
+    t.add_argument("--env", required=True, help="a game id, e.g. vecsim/CartPole-v1")
+    t.add_argument("--algo", choices=ALGOS, default="ppo", help="the algorithm (default: %(default)s)")
+    t.add_argument("--num-envs", type=_positive_int,
+                   help="envs stepped together (default: the preset's, e.g. 8 for CartPole PPO)")
+    t.add_argument("--steps", type=_positive_int, help="env steps to train (default: the preset's)")
+    t.add_argument("--seed", type=int, default=0, help="seeds the model and the envs (env i: seed + i) "
+                                                      "(default: %(default)s)")
+    t.add_argument("--out", metavar="DIR", help="folder for model.zip, checkpoints/, episodes.csv, evaluation.csv "
+                                                "and summary.json (default: write nothing)")
+    t.add_argument("--checkpoint-every", type=_nonnegative_int, metavar="N",
+                   help="save a checkpoint every N steps (default: a quarter of --steps; 0: never)")
+    t.add_argument("--eval-episodes", type=_nonnegative_int, default=10,
+                   help="deterministic evaluation episodes at the end, and as many of random play "
+                        "(default: %(default)s)")
+    t.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="a game parameter, e.g. --param action_mode=drop --param preset=classic; repeatable")
+    t.add_argument("--step-bonus", type=float, metavar="R",
+                   help="a reward added to every training step, shaping for a sparse game; the logs and the "
+                        "evaluation keep the game's reward (default: the preset's, e.g. 0.1 for Tetris, else 0)")
+    t.add_argument("--smoke", action="store_true", help="a run of seconds: a few hundred steps, 2 evaluation "
+                                                        "episodes (checks the setup)")
+    t.add_argument("--torch-threads", type=_positive_int,
+                   help="torch.set_num_threads for the run (default: leave torch's setting alone)")
+    t.add_argument("--verbose", action="store_true", help="also SB3's own log tables")
+    t.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    t.set_defaults(func=cmd_train)
     return parser
 
 
