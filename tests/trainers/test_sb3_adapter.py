@@ -13,7 +13,7 @@ import pytest
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.evaluation import evaluate_policy as evaluate_maskable
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
-from stable_baselines3 import DQN, PPO, SAC
+from stable_baselines3 import A2C, DQN, PPO, SAC
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecMonitor, VecNormalize
@@ -219,10 +219,11 @@ def test_wrappers_on_top():
 
 @pytest.mark.slow
 def test_sb3_algorithms_learn_a_few_updates():
-    """PPO, DQN and SAC run through the adapter as they are (training correctness is in
+    """PPO, A2C, DQN and SAC run through the adapter as they are (training correctness is in
     test_learning_sb3.py); MaskablePPO never plays an illegal Tetris move."""
     cart = SB3VecEnv("vecsim/CartPole-v1", 8, seed=0)
     PPO("MlpPolicy", cart, n_steps=32, batch_size=64, seed=0, device="cpu").learn(512)
+    A2C("MlpPolicy", cart, seed=0, device="cpu").learn(512)
     DQN("MlpPolicy", SB3VecEnv("vecsim/CartPole-v1", 4, seed=0), learning_starts=64, seed=0,
         device="cpu").learn(256)
     SAC("MlpPolicy", SB3VecEnv("vecsim/Pendulum-v1", 2, seed=0), learning_starts=64, seed=0,
