@@ -1,0 +1,208 @@
+"""Random legal Blokus play in Numba on one thread: moves/s with the full mask every move.
+
+    python -m vecsim.games.blokus.bench [--variant classic] [--num-envs 256] [--seconds 3]
+                                        [--blokus-rl /path/to/python]
+
+Every move writes the acting seat's whole ``(91 * S * S,)`` bool mask (env ``i``'s row of an
+``(N, A)`` batch), draws a uniform legal action from the env's own random stream, finds it by
+reading the mask, and plays it; a finished game restarts. Batch-major (each round writes all
+N masks, then reads them all: a batched env step) and env-major (one env's mask stays in
+cache) are timed, then the parts on the positions the batch reached: the mask clear alone,
+mask writing, reading a mask back, counting the moves without a mask, and the early-exit
+test.
+
+``--blokus-rl`` names a Python that has ``blokus-rl`` installed (keep it out of this project's
+environment); its raw API (``PyBlokus``: observe, read ``action_mask``, step) is timed in the
+same run, one game after another, for the side-by-side ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from vecsim.core.bits import popcount
+from vecsim.core.jit import exact
+from vecsim.core.rng import randint, seed_env
+from vecsim.games.blokus import board, rules
+
+
+@exact
+def _count_true(mask):
+    """Number of True in a bool row, read 8 bytes at a time (a bool is one 0/1 byte)."""
+    nw = mask.shape[0] // 8
+    words = mask[:nw * 8].view(np.uint64)
+    n = 0
+    for w in range(nw):
+        n += popcount(np.int64(words[w]))
+    for a in range(nw * 8, mask.shape[0]):
+        n += mask[a]
+    return n
+
+
+@exact
+def _nth_true(mask, k):
+    """Index of the ``k``-th True (from 0) of a bool row, skipping 8 bytes at a time."""
+    nw = mask.shape[0] // 8
+    words = mask[:nw * 8].view(np.uint64)
+    start = nw * 8
+    for w in range(nw):
+        c = popcount(np.int64(words[w]))
+        if k < c:
+            start = 8 * w
+            break
+        k -= c
+    for a in range(start, mask.shape[0]):
+        if mask[a]:
+            if k == 0:
+                return a
+            k -= 1
+    return -1
+
+
+@exact
+def _move(b, i, rng, mask):
+    if b.game_over[i]:
+        rules.clear_board(b, i)
+    n = rules.write_legal_mask(b, i, b.to_move[i], mask)
+    rules.play(b, i, _nth_true(mask, randint(rng, i, n)))
+
+
+@exact
+def play_batch_major(b, rng, masks, rounds):
+    """``rounds`` batched steps: all masks written, then each env plays from its mask."""
+    n_envs = b.rows.shape[0]
+    for _ in range(rounds):
+        for i in range(n_envs):
+            if b.game_over[i]:
+                rules.clear_board(b, i)
+            rules.write_legal_mask(b, i, b.to_move[i], masks[i])
+        for i in range(n_envs):
+            n = _count_true(masks[i])
+            rules.play(b, i, _nth_true(masks[i], randint(rng, i, n)))
+    return rounds * n_envs
+
+
+@exact
+def play_env_major(b, rng, masks, moves):
+    """``moves`` moves of each env in turn, its mask row reused while it stays in cache."""
+    n_envs = b.rows.shape[0]
+    for i in range(n_envs):
+        for _ in range(moves):
+            _move(b, i, rng, masks[i])
+    return moves * n_envs
+
+
+@exact
+def clear_masks(b, masks, reps):
+    for _ in range(reps):
+        for i in range(masks.shape[0]):
+            for a in range(masks.shape[1]):
+                masks[i, a] = False
+    return reps * masks.shape[0]
+
+
+@exact
+def write_masks(b, masks, reps):
+    for _ in range(reps):
+        for i in range(masks.shape[0]):
+            rules.write_legal_mask(b, i, b.to_move[i], masks[i])
+    return reps * masks.shape[0]
+
+
+@exact
+def read_masks(b, masks, reps):
+    for _ in range(reps):
+        for i in range(masks.shape[0]):
+            n = _count_true(masks[i])
+            b.corner[i, 0] = _nth_true(masks[i], n // 2)  # a store keeps the read alive
+    return reps * masks.shape[0]
+
+
+@exact
+def generate_only(b, reps, early_exit):
+    """Move generation with no mask: every move counted, or stop at the first (early exit)."""
+    for _ in range(reps):
+        for i in range(b.rows.shape[0]):
+            if early_exit:
+                rules.any_legal_move(b, i, b.to_move[i])
+            else:
+                rules.count_legal_moves(b, i, b.to_move[i])
+    return reps * b.rows.shape[0]
+
+
+def _timed(fn, *args, seconds):
+    """Calls/s of ``fn`` (its return value counts the units), repeated for ``seconds``."""
+    fn(*args)  # compile and warm up
+    units, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        units += fn(*args)
+    return units / (time.perf_counter() - t0)
+
+
+_BLOKUS_RL = r"""
+import sys, time
+import numpy as np
+from blokus_rl._blokus import PyBlokus
+rng, seconds = np.random.default_rng(0), float(sys.argv[1])
+env, moves, t0 = PyBlokus(), 0, time.perf_counter()
+while time.perf_counter() - t0 < seconds:
+    env.reset()
+    while not env.is_over:
+        seat = env.agent_selection
+        if env.terminations[seat]:
+            env.step(None)
+            continue
+        legal = np.flatnonzero(np.frombuffer(env.observe(seat).action_mask, dtype=np.int8))
+        env.step(int(legal[rng.integers(len(legal))]))
+        moves += 1
+print(moves / (time.perf_counter() - t0))
+"""
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--variant", default="classic", choices=sorted(board.VARIANTS))
+    ap.add_argument("--num-envs", type=int, default=256)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--blokus-rl", metavar="PYTHON", help="a Python with blokus-rl installed")
+    args = ap.parse_args(argv)
+
+    b = board.new_boards(args.num_envs, args.variant)
+    rng = np.zeros((args.num_envs, 2), np.uint64)
+    for i in range(args.num_envs):
+        seed_env(rng, i, i)
+    masks = np.zeros((args.num_envs, board.n_actions(b)), np.bool_)
+    print(f"Blokus {args.variant}, num_envs={args.num_envs}, one thread, mask "
+          f"{masks.shape[1]} bool = {masks.shape[1] / 1024:.1f} KiB a move")
+    batch = _timed(play_batch_major, b, rng, masks, 8, seconds=args.seconds)
+    print(f"  random legal play, batch-major (N masks, then N moves): {batch:12,.0f} moves/s")
+    env = _timed(play_env_major, b, rng, masks, 8, seconds=args.seconds)
+    print(f"  random legal play, env-major (mask row in cache):       {env:12,.0f} moves/s")
+    # The parts, timed on the positions the games reached (every stage of a game).
+    clear = _timed(clear_masks, b, masks, 1, seconds=args.seconds / 2)
+    written = _timed(write_masks, b, masks, 4, seconds=args.seconds / 2)
+    legal_per_mask = masks.sum() / args.num_envs
+    read = _timed(read_masks, b, masks, 1, seconds=args.seconds / 2)
+    counted = _timed(generate_only, b, 4, False, seconds=args.seconds / 2)
+    tested = _timed(generate_only, b, 4, True, seconds=args.seconds / 2)
+    for name, rate in (("clear one mask row", clear), ("write one mask (clear + generate)", written),
+                       ("read one mask (count, find the middle one)", read),
+                       ("generate, count only (no mask)", counted), ("any_legal_move (early exit)", tested)):
+        print(f"  {name:42s} {1e6 / rate:8.2f} us")
+    print(f"  (these positions: {legal_per_mask:.0f} legal moves a mask on average)")
+    if args.blokus_rl:
+        out = subprocess.run([args.blokus_rl, "-c", _BLOKUS_RL, str(args.seconds)], capture_output=True,
+                             text=True, check=True)
+        theirs = float(out.stdout.strip().splitlines()[-1])
+        print(f"  blokus-rl 0.4.0 raw API (observe + mask + step):         {theirs:12,.0f} moves/s")
+        print(f"  ratio vecsim / blokus-rl: batch-major {batch / theirs:.1f}x, env-major {env / theirs:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""Blokus rules as ``@njit`` functions over a structure-of-arrays state (``games/blokus/SPEC.md``).
+
+Bitboards. Seat ``p``'s squares on env ``i``'s board are ``rows[i, p, r]``: an int64 word
+per board row ``r`` whose bit ``c`` is column ``c`` (``S <= 20`` bits used, so a piece row
+shifted by its anchor column never leaves the word). A move test is then a shift and an AND
+per piece row. ``cells[i, r, c]`` keeps the colours (seat + 1, 0 empty) for observation and
+rendering; ``place`` keeps both in step.
+
+Move generation for seat ``p`` (``_prepare``) builds two words per board row into the env's
+scratch rows:
+
+* ``forbid[i, r]``: cells the seat may not cover: any seat's square, a cell edge-adjacent to
+  its own squares, and every bit ``>= S`` (so a piece reaching past the right edge fails the
+  same AND);
+* ``corner[i, r]``: free cells diagonal to its own squares (before its first piece: its start
+  cell, if free). Every legal placement covers one of them.
+
+For an orientation whose cell ``(dy, dx)`` lands on a corner cell, the anchor is that cell
+minus ``(dy, dx)``; so, for a whole row ``r`` of anchors at once, ``A = OR_k corner[r + dy_k]
+>> dx_k`` are the anchors that touch a corner and ``F = OR_k forbid[r + dy_k] >> dx_k`` those
+that cover a forbidden cell: ``A & ~F`` are the legal anchors of row ``r``, each once. Only
+rows within the piece's height above a row holding a corner cell are visited, and only the
+orientations of pieces the seat still holds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vecsim.core.bits import ctz, popcount
+from vecsim.core.jit import exact
+from vecsim.games.blokus.pieces import (
+    MAX_CELLS, MONOMINO, N_PIECES, ORIENT_CELLS, ORIENT_H, ORIENT_PIECE, ORIENT_SIZE, PIECE_FIRST,
+    PIECE_SIZE,
+)
+
+ALL_PIECES = (1 << N_PIECES) - 1
+BONUS_ALL = 15  # every piece placed
+BONUS_MONOMINO_LAST = 5  # on top of BONUS_ALL, when the monomino was the last piece
+
+
+@exact
+def clear_board(s, i):
+    """Empty env ``i``'s board and give every seat its full set; seat 0 to move."""
+    n_seats, size = s.rows.shape[1], s.rows.shape[2]
+    for p in range(n_seats):
+        for r in range(size):
+            s.rows[i, p, r] = 0
+        s.pieces_left[i, p] = ALL_PIECES
+        s.last_piece[i, p] = -1
+        s.out[i, p] = False
+    for r in range(size):
+        for c in range(size):
+            s.cells[i, r, c] = 0
+    s.to_move[i] = 0
+    s.game_over[i] = False
+
+
+@exact
+def _prepare(s, i, p):
+    """Write seat ``p``'s forbidden and corner rows into env ``i``'s scratch.
+
+    Returns a bitmask of the board rows that hold at least one corner cell (0: no move)."""
+    n_seats, size = s.rows.shape[1], s.rows.shape[2]
+    full = (np.int64(1) << size) - 1
+    first = s.pieces_left[i, p] == ALL_PIECES
+    corner_rows = np.int64(0)
+    for r in range(size):
+        occ = np.int64(0)
+        for q in range(n_seats):
+            occ |= s.rows[i, q, r]
+        own = s.rows[i, p, r]
+        up = s.rows[i, p, r - 1] if r > 0 else np.int64(0)
+        down = s.rows[i, p, r + 1] if r < size - 1 else np.int64(0)
+        forbid = occ | (own << 1) | (own >> 1) | up | down | ~full
+        if first:
+            diag = (np.int64(1) << s.start[i, p, 1]) if r == s.start[i, p, 0] else np.int64(0)
+        else:
+            side = up | down
+            diag = (side << 1) | (side >> 1)
+        corner = diag & ~forbid
+        s.forbid[i, r] = forbid
+        s.corner[i, r] = corner
+        if corner != 0:
+            corner_rows |= np.int64(1) << r
+    return corner_rows
+
+
+@exact(inline="always")
+def _anchor_rows(corner_rows, o, size):
+    """Rows where an anchor of orientation ``o`` could put a cell on a corner cell."""
+    h = ORIENT_H[o]
+    cand = np.int64(0)
+    for dy in range(h):
+        cand |= corner_rows >> dy
+    return cand & ((np.int64(1) << (size - h + 1)) - 1)
+
+
+@exact(inline="always")
+def _legal_anchors(s, i, o, r):
+    """Bitmask of the columns ``c`` where orientation ``o`` anchored at ``(r, c)`` is legal."""
+    touch = np.int64(0)
+    blocked = np.int64(0)
+    for k in range(MAX_CELLS):
+        dy = ORIENT_CELLS[o, k, 0]
+        dx = ORIENT_CELLS[o, k, 1]
+        touch |= s.corner[i, r + dy] >> dx
+        blocked |= s.forbid[i, r + dy] >> dx
+    return touch & ~blocked
+
+
+@exact(inline="always")
+def _generate(s, i, p, mask, write):
+    """Count seat ``p``'s legal placements, setting each one's action in ``mask`` if
+    ``write`` (the mask is not cleared here)."""
+    size = s.rows.shape[2]
+    corner_rows = _prepare(s, i, p)
+    if corner_rows == 0:
+        return 0
+    n = 0
+    left = s.pieces_left[i, p]
+    while left != 0:
+        k = ctz(left)
+        left &= left - 1
+        for o in range(PIECE_FIRST[k], PIECE_FIRST[k + 1]):
+            rows = _anchor_rows(corner_rows, o, size)
+            while rows != 0:
+                r = ctz(rows)
+                rows &= rows - 1
+                legal = _legal_anchors(s, i, o, r)
+                n += popcount(legal)
+                if write:
+                    base = (o * size + r) * size
+                    while legal != 0:
+                        mask[base + ctz(legal)] = True
+                        legal &= legal - 1
+    return n
+
+
+@exact
+def write_legal_mask(s, i, p, mask):
+    """Write seat ``p``'s legal placements on env ``i`` into ``mask`` (bool ``(91 * S * S,)``,
+    e.g. env ``i``'s row of a batch's masks); returns how many there are."""
+    for a in range(mask.shape[0]):
+        mask[a] = False
+    return _generate(s, i, p, mask, True)
+
+
+@exact
+def count_legal_moves(s, i, p):
+    """Number of seat ``p``'s legal placements, with no mask written."""
+    # With write=False the loop never touches its mask; env i's ``out`` row stands in for one.
+    return _generate(s, i, p, s.out[i], False)
+
+
+@exact
+def any_legal_move(s, i, p):
+    """Whether seat ``p`` has a legal placement; stops at the first one found."""
+    size = s.rows.shape[2]
+    corner_rows = _prepare(s, i, p)
+    if corner_rows == 0:
+        return False
+    left = s.pieces_left[i, p]
+    # Largest pieces first: on an open board a big piece fits early, and on a cramped one the
+    # small pieces' orientations are rejected quickly either way.
+    for k in range(N_PIECES - 1, -1, -1):
+        if (left >> k) & 1 == 0:
+            continue
+        for o in range(PIECE_FIRST[k], PIECE_FIRST[k + 1]):
+            rows = _anchor_rows(corner_rows, o, size)
+            while rows != 0:
+                r = ctz(rows)
+                rows &= rows - 1
+                if _legal_anchors(s, i, o, r) != 0:
+                    return True
+    return False
+
+
+@exact
+def is_legal(s, i, p, o, r, c):
+    """Whether seat ``p`` may place orientation ``o`` anchored at ``(r, c)``."""
+    size = s.rows.shape[2]
+    if o < 0 or o >= ORIENT_PIECE.shape[0] or r < 0 or c < 0 or r + ORIENT_H[o] > size or c >= size:
+        return False
+    if (s.pieces_left[i, p] >> ORIENT_PIECE[o]) & 1 == 0:
+        return False
+    if _prepare(s, i, p) == 0:
+        return False
+    return (_legal_anchors(s, i, o, r) >> c) & 1 == 1
+
+
+@exact
+def place(s, i, p, o, r, c):
+    """Put seat ``p``'s orientation ``o`` with its anchor on ``(r, c)`` (trusted to be legal)."""
+    for k in range(ORIENT_SIZE[o]):
+        y = r + ORIENT_CELLS[o, k, 0]
+        x = c + ORIENT_CELLS[o, k, 1]
+        s.rows[i, p, y] |= np.int64(1) << x
+        s.cells[i, y, x] = p + 1
+    piece = ORIENT_PIECE[o]
+    s.pieces_left[i, p] &= ~(np.int64(1) << piece)
+    s.last_piece[i, p] = piece
+
+
+@exact
+def advance_turn(s, i):
+    """Hand the turn to the next seat, in seat order, that can move.
+
+    Seats met with no legal move pass for good (``out``); the current seat is tried last, so
+    a seat alone keeps playing. Returns the number of seats that passed; with no seat left
+    the game is over."""
+    n_seats = s.rows.shape[1]
+    cur = s.to_move[i]
+    passes = 0
+    for step in range(1, n_seats + 1):
+        q = (cur + step) % n_seats
+        if s.out[i, q]:
+            continue
+        if s.pieces_left[i, q] != 0 and any_legal_move(s, i, q):
+            s.to_move[i] = q
+            return passes
+        s.out[i, q] = True
+        passes += 1
+    s.game_over[i] = True
+    return passes
+
+
+@exact
+def play(s, i, action):
+    """The seat to move plays ``action`` (trusted legal), then the turn advances.
+
+    Returns the number of seats that passed after it."""
+    size = s.rows.shape[2]
+    o = action // (size * size)
+    r = (action // size) % size
+    c = action % size
+    place(s, i, s.to_move[i], o, r, c)
+    return advance_turn(s, i)
+
+
+@exact
+def score(s, i, p):
+    """Seat ``p``'s score: minus its unplaced squares, +15 with every piece placed, +5 more
+    when the monomino went last."""
+    left = s.pieces_left[i, p]
+    if left == 0:
+        return BONUS_ALL + (BONUS_MONOMINO_LAST if s.last_piece[i, p] == MONOMINO else 0)
+    total = 0
+    while left != 0:
+        total -= PIECE_SIZE[ctz(left)]
+        left &= left - 1
+    return total
