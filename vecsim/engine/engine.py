@@ -291,11 +291,41 @@ class Engine:
             raise TypeError(f"{game.name} writes an action mask, which needs a Discrete action space, but its "
                             f"action space is {self.single_action_space}")
         self.n_mask = int(self.single_action_space.n) if game.has_action_mask else 0
+        #: Players taking turns (``GameSpec.seats``); with more than one, ``acting_seat`` and
+        #: ``seat_rewards`` are the state's arrays of the seat to act and each seat's last reward.
+        self.num_seats = game.seats
+        if game.seats > 1:
+            self._check_seat_fields(n, game.seats)
         #: The stand-ins the game chose for this batch's kernels (``GameSpec.kernel_functions``):
         #: ``(contract name, stand-in name)`` pairs, shared with the collector's kernels.
         self.kernel_functions = game.kernel_functions(self.params_scalar)
         if self.invalid_action == "flag":
             self.kernel_functions = tuple(sorted(self.kernel_functions + (("invalid_action", "flag"),)))
+
+    def _check_seat_fields(self, n: int, seats: int) -> None:
+        acting, rewards = self.state.acting_seat, self.state.seat_rewards
+        if not (isinstance(acting, np.ndarray) and acting.shape == (n,) and acting.dtype.kind in "iu"):
+            raise TypeError(f"{self.game.name}'s State.acting_seat must be a ({n},) integer array, but got "
+                            f"{getattr(acting, 'shape', acting)} {getattr(acting, 'dtype', '')}")
+        if not (isinstance(rewards, np.ndarray) and rewards.shape == (n, seats) and rewards.dtype.kind == "f"):
+            raise TypeError(f"{self.game.name}'s State.seat_rewards must be a ({n}, {seats}) float array, but got "
+                            f"{getattr(rewards, 'shape', rewards)} {getattr(rewards, 'dtype', '')}")
+
+    @property
+    def acting_seat(self) -> np.ndarray:
+        """Whose turn it is in each env, ``(num_envs,)`` integers (a view; all 0 for a
+        single-seat game)."""
+        if self.num_seats == 1:
+            return np.zeros(self.num_envs, dtype=np.int64)
+        return self.state.acting_seat
+
+    @property
+    def seat_rewards(self) -> np.ndarray:
+        """Each seat's reward of the last step, ``(num_envs, num_seats)`` floats (a view; the
+        step's rewards as one column for a single-seat game)."""
+        if self.num_seats == 1:
+            return self.rewards[:, None]
+        return self.state.seat_rewards
 
     def _allocate(self, buffers: dict | None) -> None:
         """The output buffers (or the caller's), the kernels' scratch and the bookkeeping."""

@@ -46,6 +46,13 @@ Optional, with the default this reader gives:
                                ``pre_step_fix_env`` split it into a vectorisable draft and a fix
 ``KERNEL_HINTS``               ``vecsim.core.contract.KernelHints()``: performance hints only
 ``DEMO_AGENT``                 none: ``(name, "module:function", engine kwargs)`` for ``vecsim demo``
+``SEATS``                      1: the players that take turns. With more, ``State`` holds
+                               ``acting_seat`` ``(N,)`` integers (whose turn it is) and
+                               ``seat_rewards`` ``(N, SEATS)`` floats (each seat's reward of the
+                               last step), which ``reset_env`` and ``step_env`` keep up to date;
+                               ``step_env`` returns the reward of the seat that acted. The engine
+                               reports both in every step's info (``acting_seat``,
+                               ``seat_rewards``), in every front end
 ``BENCH_VARIANTS``             none: ``vecsim bench`` times the game per precision; else a dict
                                variant name -> engine kwargs (``{"drop": {"action_mode": "drop"}}``),
                                one column per variant
@@ -66,6 +73,8 @@ from gymnasium import spaces
 
 from vecsim.core.contract import KernelHints, no_mask, no_pre_step
 
+#: The ``State`` fields of a game with ``SEATS`` > 1, reported in every step's info.
+SEAT_FIELDS = ("acting_seat", "seat_rewards")
 REQUIRED = (
     "NAME", "ENV_ID", "Params", "State", "allocate_state", "observation_space", "action_space",
     "reset_env", "step_env", "write_obs", "render_rgb", "render_text",
@@ -117,6 +126,8 @@ class GameSpec:
     bench_variants : dict
         Variant name -> engine kwargs that ``vecsim bench`` times one column each (``{}``: the
         game is timed per precision).
+    seats : int
+        Players taking turns (1 for a single-agent game).
     """
 
     module: ModuleType
@@ -137,6 +148,7 @@ class GameSpec:
     hints: KernelHints
     demo_agent: tuple | None = field(default=None)
     bench_variants: dict = field(default_factory=dict)
+    seats: int = 1
 
     # -- what the module computes, asked through the reader --------------------------------
     def observation_space(self, params) -> spaces.Space:
@@ -158,8 +170,11 @@ class GameSpec:
             check(values)
 
     def info_fields(self, params) -> dict:
+        """Info key -> ``State`` field of the extra per-step outputs: a multi-seat game's
+        ``acting_seat`` and ``seat_rewards``, then the game's own ``info_fields``."""
         fields = getattr(self.module, "info_fields", None)
-        return {} if fields is None else dict(fields(params))
+        seats = dict.fromkeys(SEAT_FIELDS) if self.seats > 1 else {}
+        return {**{k: k for k in seats}, **({} if fields is None else dict(fields(params)))}
 
     def render_rgb(self, values: dict, params):
         return self.module.render_rgb(values, params)
@@ -274,6 +289,13 @@ def load_game(module) -> GameSpec:
     if not isinstance(env_id, str) or "/" in env_id:
         raise TypeError(f"{where}: ENV_ID must be an id without namespace such as 'MyGame-v0', but got {env_id!r}")
     version = _optional(mod, "VERSION", env_id.rsplit("-", 1)[1] if "-v" in env_id else "v0")
+    seats = _optional(mod, "SEATS", 1)
+    if isinstance(seats, bool) or not isinstance(seats, int) or seats < 1:
+        raise TypeError(f"{where}: SEATS must be an int >= 1, but got {seats!r}")
+    lacking = [name for name in SEAT_FIELDS if name not in fields] if seats > 1 else []
+    if lacking:
+        raise TypeError(f"{where} has SEATS = {seats} but its State lacks {', '.join(lacking)} "
+                        f"(acting_seat (N,) ints, seat_rewards (N, SEATS) floats)")
     return GameSpec(
         module=mod, name=mod.NAME, env_id=env_id, version=version,
         max_episode_steps=_optional(mod, "MAX_EPISODE_STEPS", None),
@@ -289,6 +311,7 @@ def load_game(module) -> GameSpec:
         hints=hints,
         demo_agent=_optional(mod, "DEMO_AGENT", None),
         bench_variants=_bench_variants(mod, where),
+        seats=seats,
     )
 
 
