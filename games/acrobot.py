@@ -52,6 +52,14 @@ NAME = "Acrobot"
 ENV_ID = "Acrobot-v1"
 MAX_EPISODE_STEPS = 500
 REWARD_THRESHOLD = -100.0
+#: ``vecsim train``'s settings: RL Baselines3 Zoo's tuned hyperparameters (its dqn.yml).
+TRAIN_PRESETS = {
+    "dqn": dict(hyperparameters=dict(learning_rate=6.3e-4, batch_size=128, buffer_size=50_000, learning_starts=0,
+                                     gamma=0.99, target_update_interval=250, train_freq=4, gradient_steps=-1,
+                                     exploration_fraction=0.12, exploration_final_eps=0.1,
+                                     policy_kwargs=dict(net_arch=[256, 256])),
+                num_envs=1, steps=100_000, source="rl-baselines3-zoo dqn.yml"),
+}
 # Runs of 16 envs a call: its RK4 step is too large for LLVM to inline into a loop over envs.
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True, envs_per_call=16)
 RENDER_FPS = 15

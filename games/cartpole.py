@@ -45,6 +45,18 @@ NAME = "CartPole"
 ENV_ID = "CartPole-v1"
 MAX_EPISODE_STEPS = 500
 REWARD_THRESHOLD = 475.0
+#: ``vecsim train``'s settings: RL Baselines3 Zoo's tuned hyperparameters (its ppo/a2c/dqn.yml).
+TRAIN_PRESETS = {
+    "ppo": dict(hyperparameters=dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20,
+                                     ent_coef=0.0, learning_rate={"linear": 1e-3}, clip_range={"linear": 0.2}),
+                num_envs=8, steps=100_000, source="rl-baselines3-zoo ppo.yml"),
+    "a2c": dict(hyperparameters=dict(ent_coef=0.0), num_envs=8, steps=500_000, source="rl-baselines3-zoo a2c.yml"),
+    "dqn": dict(hyperparameters=dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000,
+                                     gamma=0.99, target_update_interval=10, train_freq=256, gradient_steps=128,
+                                     exploration_fraction=0.16, exploration_final_eps=0.04,
+                                     policy_kwargs=dict(net_arch=[256, 256])),
+                num_envs=1, steps=50_000, source="rl-baselines3-zoo dqn.yml"),
+}
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
 RENDER_FPS = 50
 

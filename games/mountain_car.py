@@ -51,6 +51,14 @@ NAME = "MountainCar"
 ENV_ID = "MountainCar-v0"
 MAX_EPISODE_STEPS = 200
 REWARD_THRESHOLD = -110.0
+#: ``vecsim train``'s settings: RL Baselines3 Zoo's tuned hyperparameters (its dqn.yml).
+TRAIN_PRESETS = {
+    "dqn": dict(hyperparameters=dict(learning_rate=4e-3, batch_size=128, buffer_size=10_000, learning_starts=1000,
+                                     gamma=0.98, target_update_interval=600, train_freq=16, gradient_steps=8,
+                                     exploration_fraction=0.2, exploration_final_eps=0.07,
+                                     policy_kwargs=dict(net_arch=[256, 256])),
+                num_envs=1, steps=120_000, source="rl-baselines3-zoo dqn.yml"),
+}
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
 RENDER_FPS = 30
 

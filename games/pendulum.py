@@ -55,6 +55,10 @@ NAME = "Pendulum"
 ENV_ID = "Pendulum-v1"
 MAX_EPISODE_STEPS = 200
 REWARD_THRESHOLD = None
+#: ``vecsim train``'s settings: RL Baselines3 Zoo's tuned hyperparameters (its sac.yml).
+TRAIN_PRESETS = {
+    "sac": dict(hyperparameters=dict(learning_rate=1e-3), num_envs=1, steps=20_000, source="rl-baselines3-zoo sac.yml"),
+}
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
 RENDER_FPS = 30
 

@@ -883,7 +883,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a game parameter, e.g. --param action_mode=drop --param preset=classic; repeatable")
     t.add_argument("--step-bonus", type=float, metavar="R",
                    help="a reward added to every training step, shaping for a sparse game; the logs and the "
-                        "evaluation keep the game's reward (default: the preset's, e.g. 0.1 for Tetris, else 0)")
+                        "evaluation keep the game's reward (default: the preset's, else 0)")
     t.add_argument("--smoke", action="store_true", help="a run of seconds: a few hundred steps, 2 evaluation "
                                                         "episodes (checks the setup)")
     t.add_argument("--torch-threads", type=_positive_int,

@@ -94,6 +94,13 @@ DEMO_AGENT = ("dellacherie", "vecsim.games.tetris.agent:dellacherie_actions", {"
 #: ``vecsim bench`` times each action mode in a column of its own (a step is a placement
 #: decision in drop and reach mode).
 BENCH_VARIANTS = {mode: {"action_mode": mode} for mode in ACTION_MODES}
+#: ``vecsim train``'s settings (drop mode, classic preset). One point a line is too sparse to
+#: learn from in minutes: every training step also pays ``step_bonus`` (staying alive).
+TRAIN_PRESETS = {
+    "maskable-ppo": dict(hyperparameters=dict(n_steps=128, batch_size=512, n_epochs=4, learning_rate=3e-4,
+                                              ent_coef=0.01, gamma=0.99, policy_kwargs=dict(net_arch=[64, 64])),
+                         num_envs=16, steps=400_000, source="vecsim's own (drop mode, classic preset)", step_bonus=0.1),
+}
 #: Parameters that shape the spaces or choose kernel_functions: one value for the whole batch.
 STRUCTURAL = ("action_mode", "hold", "queue")
 

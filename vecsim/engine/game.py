@@ -53,6 +53,10 @@ Optional, with the default this reader gives:
                                ``step_env`` returns the reward of the seat that acted. The engine
                                reports both in every step's info (``acting_seat``,
                                ``seat_rewards``), in every front end
+``TRAIN_PRESETS``              none: algorithm (``"ppo"``, ``"maskable-ppo"``, ``"dqn"``, ``"sac"``,
+                               ``"a2c"``) -> ``dict(hyperparameters=..., num_envs=..., steps=...,
+                               source=..., step_bonus=0.0)``, the tuned settings ``vecsim train``
+                               starts from (``{"linear": v}``: a schedule from ``v`` down to 0)
 ``BENCH_VARIANTS``             none: ``vecsim bench`` times the game per precision; else a dict
                                variant name -> engine kwargs (``{"drop": {"action_mode": "drop"}}``),
                                one column per variant
@@ -128,6 +132,8 @@ class GameSpec:
         game is timed per precision).
     seats : int
         Players taking turns (1 for a single-agent game).
+    train_presets : dict
+        Algorithm -> the settings ``vecsim train`` starts from (``{}``: SB3's defaults).
     """
 
     module: ModuleType
@@ -149,6 +155,7 @@ class GameSpec:
     demo_agent: tuple | None = field(default=None)
     bench_variants: dict = field(default_factory=dict)
     seats: int = 1
+    train_presets: dict = field(default_factory=dict)
 
     # -- what the module computes, asked through the reader --------------------------------
     def observation_space(self, params) -> spaces.Space:
@@ -312,6 +319,7 @@ def load_game(module) -> GameSpec:
         demo_agent=_optional(mod, "DEMO_AGENT", None),
         bench_variants=_bench_variants(mod, where),
         seats=seats,
+        train_presets=_train_presets(mod, where),
     )
 
 
@@ -321,6 +329,23 @@ def _names(mod, name: str, default, where: str) -> tuple:
     if isinstance(value, str) or not all(isinstance(v, str) for v in value):
         raise TypeError(f"{where}: {name} must be a tuple of names, but got {value!r}")
     return tuple(value)
+
+
+#: Keys of a ``TRAIN_PRESETS`` entry, the first four required.
+PRESET_KEYS = ("hyperparameters", "num_envs", "steps", "source", "step_bonus")
+
+
+def _train_presets(mod, where: str) -> dict:
+    """The module's ``TRAIN_PRESETS`` checked (``{}`` where it declares none)."""
+    presets = _optional(mod, "TRAIN_PRESETS", {})
+    if not isinstance(presets, dict):
+        raise TypeError(f"{where}: TRAIN_PRESETS must be a dict of algorithm -> settings, but got {presets!r}")
+    for algo, entry in presets.items():
+        keys = set(entry) if isinstance(entry, dict) else None
+        if keys is None or not set(PRESET_KEYS[:4]) <= keys <= set(PRESET_KEYS):
+            raise TypeError(f"{where}: TRAIN_PRESETS[{algo!r}] must be a dict with {', '.join(PRESET_KEYS[:4])} "
+                            f"(and optionally step_bonus), but got {entry!r}")
+    return dict(presets)
 
 
 def _bench_variants(mod, where: str) -> dict:

@@ -42,37 +42,6 @@ SMOKE_STEPS = 512
 EVAL_SEED_OFFSET = 10_000
 
 
-def _linear(value: float) -> dict:
-    """A Zoo ``lin_<value>`` schedule, kept as data (made into SB3's at model build)."""
-    return {"linear": value}
-
-
-# (env id, algo) -> (hyperparameters, num_envs, total steps, source[, step bonus])
-PRESETS = {
-    ("vecsim/CartPole-v1", "ppo"): (
-        dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
-             learning_rate=_linear(1e-3), clip_range=_linear(0.2)), 8, 100_000, "rl-baselines3-zoo ppo.yml"),
-    ("vecsim/CartPole-v1", "a2c"): (dict(ent_coef=0.0), 8, 500_000, "rl-baselines3-zoo a2c.yml"),
-    ("vecsim/CartPole-v1", "dqn"): (
-        dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000, gamma=0.99,
-             target_update_interval=10, train_freq=256, gradient_steps=128, exploration_fraction=0.16,
-             exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256])), 1, 50_000,
-        "rl-baselines3-zoo dqn.yml"),
-    ("vecsim/MountainCar-v0", "dqn"): (
-        dict(learning_rate=4e-3, batch_size=128, buffer_size=10_000, learning_starts=1000, gamma=0.98,
-             target_update_interval=600, train_freq=16, gradient_steps=8, exploration_fraction=0.2,
-             exploration_final_eps=0.07, policy_kwargs=dict(net_arch=[256, 256])), 1, 120_000,
-        "rl-baselines3-zoo dqn.yml"),
-    ("vecsim/Acrobot-v1", "dqn"): (
-        dict(learning_rate=6.3e-4, batch_size=128, buffer_size=50_000, learning_starts=0, gamma=0.99,
-             target_update_interval=250, train_freq=4, gradient_steps=-1, exploration_fraction=0.12,
-             exploration_final_eps=0.1, policy_kwargs=dict(net_arch=[256, 256])), 1, 100_000,
-        "rl-baselines3-zoo dqn.yml"),
-    ("vecsim/Pendulum-v1", "sac"): (dict(learning_rate=1e-3), 1, 20_000, "rl-baselines3-zoo sac.yml"),
-    ("vecsim/Tetris-v0", "maskable-ppo"): (
-        dict(n_steps=128, batch_size=512, n_epochs=4, learning_rate=3e-4, ent_coef=0.01, gamma=0.99,
-             policy_kwargs=dict(net_arch=[64, 64])), 16, 400_000, "vecsim's own (drop mode, classic preset)", 0.1),
-}
 #: Where no preset applies: SB3's defaults, with these batch sizes and steps.
 DEFAULT_NUM_ENVS = {"ppo": 8, "maskable-ppo": 8, "a2c": 8, "dqn": 1, "sac": 1}
 DEFAULT_STEPS = 100_000
@@ -96,12 +65,14 @@ class Preset:
 
 
 def preset(env_id: str, algo: str) -> Preset:
-    """The preset of an env id and algorithm (SB3's defaults where none is listed)."""
-    full = _full_id(env_id)
-    if (full, algo) in PRESETS:
-        hyper, num_envs, steps, source, *bonus = PRESETS[full, algo]
-        return Preset(json.loads(json.dumps(hyper)), num_envs, steps, source, *bonus)
-    return Preset({}, DEFAULT_NUM_ENVS[algo], DEFAULT_STEPS, "SB3 defaults")
+    """The preset of an env id and algorithm: the game's ``TRAIN_PRESETS`` entry, else SB3's defaults."""
+    from vecsim.engine.registry import resolve
+
+    entry = resolve(_full_id(env_id)).train_presets.get(algo)
+    if entry is None:
+        return Preset({}, DEFAULT_NUM_ENVS[algo], DEFAULT_STEPS, "SB3 defaults")
+    return Preset(json.loads(json.dumps(entry["hyperparameters"])), entry["num_envs"], entry["steps"],
+                  entry["source"], entry.get("step_bonus", 0.0))
 
 
 def _full_id(env_id: str) -> str:
