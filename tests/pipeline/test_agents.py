@@ -136,6 +136,7 @@ def test_agent_arguments_are_checked():
         Reinforce(obs_dim=4, num_actions=2, gamma=1.5)
 
 
+@pytest.mark.slow  # importing torch takes seconds
 def test_torch_agent_through_the_same_protocol():
     torch = pytest.importorskip("torch")
     from vecsim.pipeline.agents.torch_ppo import TorchPPO

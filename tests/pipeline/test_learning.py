@@ -2,7 +2,9 @@
 
 Seeds are fixed; the synchronous runs are deterministic, the pipelined one depends on which
 parameter versions the actors happened to take (the margin covers that: four seeds reached a
-greedy return of 500). Each takes seconds to a minute on 2 cores."""
+greedy return of 500). BLAS runs one thread here, as docs/pipeline.md advises where the loop's
+threads fill the cores (OpenBLAS's own threads made these runs 4-10x slower on a busy 2-core
+machine); that changes the speed only. Each takes seconds to a minute on 2 cores."""
 
 from __future__ import annotations
 
@@ -20,6 +22,13 @@ TETRIS = "vecsim/Tetris-v0"
 TETRIS_DROP = {"action_mode": "drop", "preset": "classic"}
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def one_blas_thread():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):
+        yield
 
 
 def train(agent, env_id, num_envs, steps_per_cycle, cycles, mode, env_kwargs=None):
