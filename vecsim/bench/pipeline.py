@@ -1,0 +1,181 @@
+"""Throughput of the actor-learner loop: pipelined against synchronous, the same agent, side by side.
+
+    python -m vecsim.bench.pipeline [--num-envs 16 256] [--actors 2 1] [--impls numpy torch]
+                                    [--rounds 5] [--cycles 20] [--blas-threads N] [--json FILE]
+
+(``vecsim bench --pipeline`` runs the same.) The seed's benchmark of issue #25: CartPole,
+``steps_per_cycle=100``, a policy MLP of 5 hidden layers of 200 units run by the actors
+(inference on), and a learner that takes one gradient step per batch (REINFORCE with a
+baseline, ``vecsim.pipeline.agents.Reinforce``; with ``torch``, ``TorchPPO`` with one epoch of
+one minibatch, the same networks). Each cell is env steps per second of ``Pipeline.run`` over
+``cycles`` cycles, after a warm-up run; every round measures every configuration in turn, so
+that the load of other programs falls on both sides alike, and the table gives medians with
+the ratio per round. Nothing here changes torch's or BLAS's threads unless asked
+(``--blas-threads``, ``--torch-threads``: this process is the caller).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+import time
+
+from vecsim.bench.measure import format_rate, format_table
+
+GAME = "vecsim/CartPole-v1"
+STEPS_PER_CYCLE = 100
+HIDDEN = (200,) * 5
+NUM_ENVS = (16, 256)
+ACTORS = (2, 1)
+IMPLS = ("numpy", "torch")
+SYNCHRONOUS, PIPELINED = "synchronous", "pipelined"
+
+
+LEARNERS = ("step", "none")
+
+
+class ActingOnly:
+    """An agent's ``act`` with a learner that changes nothing: the throughput of env stepping
+    and inference alone."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.initial_actor_state = agent.initial_actor_state
+
+    def init(self):
+        return self.agent.init()
+
+    def act(self, params, actor_state, obs, mask):
+        return self.agent.act(params, actor_state, obs, mask)
+
+    def learn(self, params, opt_state, batch):
+        return params, opt_state, None
+
+
+def make_agent(impl: str, learner: str = "step"):
+    """The benchmark's agent: ``numpy`` (Reinforce) or ``torch`` (TorchPPO, one step per batch);
+    with ``learner="none"`` its learner does nothing (``ActingOnly``)."""
+    if learner not in LEARNERS:
+        raise ValueError(f"learner must be one of {LEARNERS}, but got learner={learner!r}")
+    if learner == "none":
+        return ActingOnly(make_agent(impl))
+    if impl == "numpy":
+        from vecsim.pipeline.agents import Reinforce
+
+        return Reinforce.for_env(GAME, hidden=HIDDEN)
+    if impl == "torch":
+        from vecsim.pipeline.agents.torch_ppo import TorchPPO
+
+        return TorchPPO.for_env(GAME, hidden=HIDDEN, epochs=1, minibatches=1)
+    raise ValueError(f"impl must be one of {IMPLS}, but got impl={impl!r}")
+
+
+def steps_per_second(impl: str, num_envs: int, mode: str, num_actors: int, cycles: int,
+                     steps_per_cycle: int = STEPS_PER_CYCLE, learner: str = "step") -> float:
+    """Env steps per second of ``Pipeline.run(cycles)`` after a warm-up run of 2 cycles."""
+    from vecsim.pipeline import Pipeline
+
+    agent = make_agent(impl, learner)
+    params, opt_state = agent.init()
+    with Pipeline(GAME, num_envs, agent, params=params, opt_state=opt_state, num_actors=num_actors,
+                  steps_per_cycle=steps_per_cycle, mode=mode) as loop:
+        loop.run(2)
+        return loop.run(cycles).steps_per_second
+
+
+def configurations(sizes, actors, impls, learners=("step",)):
+    """``(impl, learner, num_envs, num_actors)`` cells; each is measured synchronous and pipelined."""
+    return [(impl, learner, n, a) for impl in impls for learner in learners for n in sizes for a in actors]
+
+
+def measure(sizes=NUM_ENVS, actors=ACTORS, impls=("numpy",), rounds: int = 5, cycles: int = 20, progress=None,
+            learners=("step",)) -> list:
+    """Every cell ``rounds`` times, interleaved; a list of dicts with the rates of each round."""
+    cells = configurations(sizes, actors, impls, learners)
+    results = [{"impl": i, "learner": lr, "num_envs": n, "num_actors": a, SYNCHRONOUS: [], PIPELINED: []}
+               for i, lr, n, a in cells]
+    for r in range(rounds):
+        for cell in results:
+            # the synchronous loop runs on one actor (one engine over every env), as a plain loop would
+            order = (SYNCHRONOUS, PIPELINED) if r % 2 == 0 else (PIPELINED, SYNCHRONOUS)
+            for mode in order:
+                if progress:
+                    progress(f"round {r + 1}/{rounds}: {cell['impl']} num_envs={cell['num_envs']} "
+                             f"actors={cell['num_actors']} {mode}")
+                actors_used = 1 if mode == SYNCHRONOUS else cell["num_actors"]
+                cell[mode].append(steps_per_second(cell["impl"], cell["num_envs"], mode, actors_used, cycles,
+                                                   learner=cell["learner"]))
+    for cell in results:
+        cell["ratios"] = [p / s for p, s in zip(cell[PIPELINED], cell[SYNCHRONOUS])]
+    return results
+
+
+def table(results: list) -> str:
+    rows = []
+    for cell in results:
+        ratios = cell["ratios"]
+        rows.append([cell["impl"], cell["learner"], cell["num_envs"], cell["num_actors"],
+                     format_rate(statistics.median(cell[SYNCHRONOUS])), format_rate(statistics.median(cell[PIPELINED])),
+                     f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}-{max(ratios):.2f}"])
+    return format_table(["inference", "learner", "num_envs", "actor threads", "synchronous steps/s", "pipelined steps/s",
+                         "ratio (median)", "ratio range"], rows)
+
+
+def blas_limit(threads: int | None):
+    """A context limiting BLAS to ``threads`` threads (threadpoolctl), or one that does nothing."""
+    if threads is None:
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        raise SystemExit("--blas-threads needs threadpoolctl (pip install threadpoolctl)") from None
+    return threadpool_limits(threads, user_api="blas")
+
+
+def describe(cycles: int, rounds: int, blas_threads, torch_threads) -> str:
+    return (f"vecsim/CartPole-v1, steps_per_cycle={STEPS_PER_CYCLE}, policy MLP {len(HIDDEN)}x{HIDDEN[0]} (tanh) run by "
+            f"the actors; learner step = a gradient step per batch, none = acting alone; env steps/s of Pipeline.run over {cycles} cycles, median of "
+            f"{rounds} interleaved rounds. synchronous = mode='synchronous' with one engine over every env; pipelined "
+            f"= actor threads over slices of the envs, the learner in the calling thread. BLAS threads: "
+            f"{blas_threads or 'as they were'}; torch threads: {torch_threads or 'as they were'}.")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--num-envs", type=int, nargs="+", default=list(NUM_ENVS))
+    parser.add_argument("--actors", type=int, nargs="+", default=list(ACTORS), help="actor threads when pipelined")
+    parser.add_argument("--impls", nargs="+", choices=IMPLS, default=["numpy"])
+    parser.add_argument("--learners", nargs="+", choices=LEARNERS, default=list(LEARNERS),
+                        help="step: a gradient step per batch; none: acting alone (env steps and inference)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cycles", type=int, default=20)
+    parser.add_argument("--blas-threads", type=int, help="limit BLAS (OpenBLAS, MKL) to N threads (threadpoolctl)")
+    parser.add_argument("--torch-threads", type=int, help="torch.set_num_threads for the torch cells")
+    parser.add_argument("--json", help="also write the results to this JSON file")
+    args = parser.parse_args(argv)
+    for name in ("rounds", "cycles"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be >= 1, but got {getattr(args, name)}")
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+    start = time.perf_counter()
+    with blas_limit(args.blas_threads):
+        results = measure(args.num_envs, args.actors, args.impls, args.rounds, args.cycles, learners=args.learners,
+                          progress=lambda line: print(f"\r{line:<90}", end="", file=sys.stderr, flush=True))
+    print(file=sys.stderr)
+    print(table(results))
+    print(f"\n{describe(args.cycles, args.rounds, args.blas_threads, args.torch_threads)} "
+          f"({time.perf_counter() - start:.0f} s in all)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"results": results, "args": vars(args)}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

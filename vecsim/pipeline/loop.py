@@ -1,0 +1,392 @@
+"""``Pipeline``: actors step envs and act, a learner learns, overlapping in threads.
+
+After Sebulba (Hessel et al., "Podracer architectures for scalable reinforcement learning",
+2021, section 3), with CPU threads as the devices. Each actor thread owns a vecsim engine over
+a disjoint slice of the envs. At the start of each cycle it takes the newest parameters from a
+slot of capacity one, plays ``steps_per_cycle`` steps, and pushes the trajectory (with its
+initial and final actor state) onto its own bounded queue. The learner, in the thread that
+called ``run``, pops one trajectory from every actor's queue, joins them into one ``Batch``,
+updates, and publishes the new parameters without waiting for anyone. vecsim's kernels release
+the GIL, and so do NumPy's matrix products and torch: while one actor steps its envs, another
+runs inference and the learner differentiates.
+
+The synchronous mode plays the same protocol in one thread (every actor's cycle, then the
+learner's update), deterministically: the baseline, and the path for debugging an agent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import numpy as np
+
+from vecsim.engine.engine import _is_int, check_seed
+from vecsim.pipeline.actor import Actor
+from vecsim.pipeline.protocol import Batch, join_slices
+from vecsim.pipeline.staging import ParamSlot, Stopped, TrajectoryQueue
+
+__all__ = ["MODES", "Pipeline", "PipelineMetrics"]
+
+MODES = ("pipelined", "synchronous")
+#: Seconds ``close`` waits for the actor threads (they stop between two steps).
+CLOSE_TIMEOUT_S = 0.9
+#: Seconds ``run`` waits for the actor threads when it ends or fails, before it reports them.
+JOIN_TIMEOUT_S = 30.0
+THREAD_PREFIX = "vecsim-pipeline-actor"
+
+
+@dataclasses.dataclass
+class PipelineMetrics:
+    """What one ``Pipeline.run`` did.
+
+    Attributes
+    ----------
+    cycles : int
+        Cycles learned from (fewer than asked when ``close`` stopped the run: see ``stopped``).
+    env_steps : int
+        Env steps in those cycles (``cycles * steps_per_cycle * num_envs``).
+    seconds : float
+        Wall-clock time of the run.
+    steps_per_second : float
+        ``env_steps / seconds``.
+    episode_returns, episode_lengths : ndarray, shape (E,)
+        The episodes that ended in those cycles, in cycle order (then step, then env).
+    episode_cycles : ndarray of int64, shape (E,)
+        The cycle each of those episodes ended in.
+    learner : list of dict
+        The metrics of every ``learn`` call, in order, each with ``cycle`` and ``version``
+        (the version its parameters were published as) added.
+    params_versions : ndarray of int64, shape (cycles, num_actors)
+        The parameter version each actor acted with in each cycle.
+    params_lag : ndarray of int64, shape (cycles, num_actors)
+        How many versions behind the learner those were when it received the trajectory.
+    learn_seconds : float
+        Time spent in ``learn``.
+    learner_wait_seconds : float
+        Time the learner waited for trajectories.
+    actor_wait_seconds : ndarray of float64, shape (num_actors,)
+        Time each actor waited for room in its full queue (backpressure).
+    stopped : bool
+        ``close`` was called during the run.
+    """
+
+    cycles: int
+    env_steps: int
+    seconds: float
+    steps_per_second: float
+    episode_returns: np.ndarray
+    episode_lengths: np.ndarray
+    episode_cycles: np.ndarray
+    learner: list
+    params_versions: np.ndarray
+    params_lag: np.ndarray
+    learn_seconds: float
+    learner_wait_seconds: float
+    actor_wait_seconds: np.ndarray
+    stopped: bool
+
+
+def _positive_int(name: str, value) -> int:
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, but got {name}={value!r}")
+    return int(value)
+
+
+class _ActorThread:
+    """An actor's thread: ``num_cycles`` cycles, each trajectory onto the actor's queue."""
+
+    def __init__(self, pipeline: "Pipeline", actor: Actor, queue: TrajectoryQueue, num_cycles: int, first: int):
+        self.pipeline, self.actor, self.queue = pipeline, actor, queue
+        self.num_cycles, self.first = num_cycles, first
+        self.wait_seconds = 0.0
+        self.thread = threading.Thread(target=self._main, name=f"{THREAD_PREFIX}-{actor.index}", daemon=True)
+
+    def _main(self) -> None:
+        pipeline, actor = self.pipeline, self.actor
+        cycle = self.first
+        try:
+            for cycle in range(self.first, self.first + self.num_cycles):
+                version, params = pipeline.slot.newest()
+                batch = actor.play_cycle(params, version, cycle)
+                if batch is None:
+                    return
+                self.wait_seconds += self.queue.put(batch)
+        except Stopped:
+            pass
+        except BaseException as exc:  # reported to the learner, which re-raises it
+            exc.add_note(f"raised in actor {actor.index} of the pipeline (envs {actor.start}..{actor.stop - 1}), "
+                         f"cycle {cycle}")
+            pipeline._fail(exc)
+
+
+class Pipeline:
+    """An actor-learner loop over ``num_envs`` envs of one vecsim game.
+
+    Parameters
+    ----------
+    env_id : str
+        A vecsim game id, e.g. ``"vecsim/CartPole-v1"``.
+    num_envs : int
+        Envs in all; env ``k`` is seeded ``seed + k``.
+    agent : Agent
+        ``act``, ``learn`` and optionally ``initial_actor_state`` (``vecsim.pipeline.protocol.Agent``).
+    params : object
+        The initial parameters (version 0).
+    opt_state : object, optional
+        The learner's initial optimiser state, passed to ``learn`` and replaced by what it returns.
+    num_actors : int
+        Actor threads (default 2: while one steps its envs the other runs inference). Each steps
+        its own engine over a contiguous slice of the envs (sizes differ by at most one).
+    steps_per_cycle : int
+        Steps each actor plays between two parameter reads (the trajectory length ``T``).
+    queue_capacity : int
+        Trajectories each actor may have waiting for the learner; a full queue blocks the actor.
+    updates_per_cycle : int or callable
+        ``learn`` calls on each batch (0 skips it), or ``f(cycle) -> int`` (off-policy reuse).
+    mode : {"pipelined", "synchronous"}
+        Threads, or every step in the calling thread in a fixed order (same results for the
+        same seed; the baseline).
+    seed : int
+        Env ``k`` is reset with seed ``seed + k`` when the loop is built, and continues its own
+        random stream after that.
+    env_kwargs : dict, optional
+        Keyword arguments of ``vecsim.make`` for every actor's engine (``precision``,
+        ``max_episode_steps``, game constants such as Tetris's ``action_mode``).
+
+    Use it as a context manager, or call ``close``.
+    """
+
+    def __init__(self, env_id: str, num_envs: int, agent, *, params, opt_state=None, num_actors: int = 2,
+                 steps_per_cycle: int = 128, queue_capacity: int = 1, updates_per_cycle=1,
+                 mode: str = "pipelined", seed: int = 0, env_kwargs: dict | None = None):
+        num_envs = _positive_int("num_envs", num_envs)
+        num_actors = _positive_int("num_actors", num_actors)
+        if num_actors > num_envs:
+            raise ValueError(f"num_actors must be at most num_envs={num_envs} (each actor steps at least one env), "
+                             f"but got num_actors={num_actors}")
+        self.steps_per_cycle = _positive_int("steps_per_cycle", steps_per_cycle)
+        self.queue_capacity = _positive_int("queue_capacity", queue_capacity)
+        if not callable(updates_per_cycle) and (not _is_int(updates_per_cycle) or updates_per_cycle < 0):
+            raise ValueError(f"updates_per_cycle must be an int >= 0 or a callable, "
+                             f"but got updates_per_cycle={updates_per_cycle!r}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, but got mode={mode!r}")
+        for method in ("act", "learn"):
+            if not callable(getattr(agent, method, None)):
+                raise TypeError(f"agent must have a method {method}, but {type(agent).__name__} has none "
+                                f"(see vecsim.pipeline.protocol.Agent)")
+        if env_kwargs is not None and not isinstance(env_kwargs, dict):
+            raise TypeError(f"env_kwargs must be a dict, but got {type(env_kwargs).__name__}")
+        self.seed = check_seed(seed, span=num_envs)
+        self.env_id, self.num_envs, self.num_actors = env_id, num_envs, num_actors
+        self.agent, self.mode, self.updates_per_cycle = agent, mode, updates_per_cycle
+        self.params, self.opt_state = params, opt_state
+        self.slot = ParamSlot(params)
+        self.cycle = 0
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._error_lock = threading.Lock()
+        self._running = False
+        self._closed = False
+        self._state_lock = threading.Lock()
+        self._threads: list[_ActorThread] = []
+        bounds = np.linspace(0, num_envs, num_actors + 1).round().astype(int)
+        self.actors: list[Actor] = []
+        try:
+            for i in range(num_actors):
+                self.actors.append(Actor(i, env_id, int(bounds[i]), int(bounds[i + 1]), self.seed, agent,
+                                         self.steps_per_cycle, dict(env_kwargs or {})))
+        except BaseException:
+            self._close_engines()
+            raise
+        self.queues = [TrajectoryQueue(self.queue_capacity, self._stop) for _ in range(num_actors)]
+
+    # -- the learner ------------------------------------------------------------------------
+    def _updates(self, cycle: int) -> int:
+        if not callable(self.updates_per_cycle):
+            return self.updates_per_cycle
+        count = self.updates_per_cycle(cycle)
+        if not _is_int(count) or count < 0:
+            raise ValueError(f"updates_per_cycle({cycle}) must return an int >= 0, but returned {count!r}")
+        return int(count)
+
+    def _learn(self, batch: Batch, record: list) -> float:
+        """The learner's updates on ``batch``, each published at once; return the seconds spent."""
+        start = time.perf_counter()
+        for _ in range(self._updates(batch.cycle)):
+            try:
+                out = self.agent.learn(self.params, self.opt_state, batch)
+                if not isinstance(out, tuple) or len(out) != 3:
+                    raise TypeError(f"agent.learn must return (params, opt_state, metrics), but returned "
+                                    f"{type(out).__name__}" + (f" of length {len(out)}" if isinstance(out, tuple) else ""))
+            except BaseException as exc:
+                exc.add_note(f"raised in the pipeline's learner, cycle {batch.cycle}")
+                raise
+            self.params, self.opt_state, metrics = out
+            version = self.slot.publish(self.params)
+            record.append({**(metrics or {}), "cycle": batch.cycle, "version": version})
+        return time.perf_counter() - start
+
+    def _fail(self, exc: BaseException) -> None:
+        with self._error_lock:
+            if self._error is None:
+                self._error = exc
+        self._request_stop()
+
+    def _request_stop(self) -> None:
+        self._stop.set()
+        for actor in self.actors:
+            actor.stopping = True
+        for queue in self.queues:
+            queue.wake()
+
+    def _next_batch(self) -> tuple[Batch | None, float]:
+        """One trajectory from every actor's queue, joined; ``None`` once stopped. Re-raises an
+        actor's exception."""
+        parts, waited = [], 0.0
+        for queue in self.queues:
+            try:
+                part, seconds = queue.get()
+            except Stopped:
+                if self._error is not None:
+                    raise self._error from None
+                return None, waited
+            parts.append(part)
+            waited += seconds
+        return join_slices(parts), waited
+
+    # -- public -----------------------------------------------------------------------------
+    def run(self, num_cycles: int) -> PipelineMetrics:
+        """Play and learn ``num_cycles`` cycles; return what happened.
+
+        Every actor plays ``num_cycles`` trajectories of ``steps_per_cycle`` steps, and the
+        learner learns from each cycle's batch. A later ``run`` goes on from there (envs,
+        actor states, parameters and optimiser state carry over). An exception in an actor or
+        in the learner stops every thread and is raised here (an actor's with its traceback,
+        and a note naming the actor). ``close`` from another thread stops the run: it returns
+        what was learned so far, with ``stopped`` set. No actor thread outlives the call.
+        """
+        num_cycles = _positive_int("num_cycles", num_cycles)
+        with self._state_lock:
+            self._check_open()
+            if self._running:
+                raise RuntimeError("this pipeline is already running (run is not reentrant)")
+            self._running = True
+        record = {"learner": [], "batches": [], "learn": 0.0, "wait": 0.0}
+        start = time.perf_counter()
+        try:
+            if self.mode == "synchronous":
+                self._run_synchronous(num_cycles, record)
+            else:
+                self._run_pipelined(num_cycles, record)
+        except BaseException:
+            self._request_stop()
+            self._closed = True  # the loop's state is past repair: a new run would mislead
+            raise
+        finally:
+            with self._state_lock:
+                self._running = False
+                if self._closed:
+                    self._close_engines()
+        return self._metrics(record, time.perf_counter() - start)
+
+    def _run_synchronous(self, num_cycles: int, record: dict) -> None:
+        for _ in range(num_cycles):
+            if self._stop.is_set():
+                return
+            version, params = self.slot.newest()
+            parts = [actor.play_cycle(params, version, self.cycle) for actor in self.actors]
+            if any(part is None for part in parts):
+                return
+            self._consume(join_slices(parts), record)
+
+    def _consume(self, batch: Batch, record: dict) -> None:
+        record["batches"].append((batch.cycle, batch.params_versions, self.slot.version, batch.episode_returns,
+                                  batch.episode_lengths))
+        record["learn"] += self._learn(batch, record["learner"])
+        self.cycle += 1
+
+    def _run_pipelined(self, num_cycles: int, record: dict) -> None:
+        self._threads = [_ActorThread(self, actor, queue, num_cycles, self.cycle)
+                         for actor, queue in zip(self.actors, self.queues)]
+        try:
+            for worker in self._threads:
+                worker.thread.start()
+            for _ in range(num_cycles):
+                batch, waited = self._next_batch()
+                record["wait"] += waited
+                if batch is None:
+                    return
+                self._consume(batch, record)
+        except BaseException:
+            self._request_stop()
+            raise
+        finally:
+            self._join(JOIN_TIMEOUT_S)
+            record["actor_wait"] = [worker.wait_seconds for worker in self._threads]
+            for queue in self.queues:
+                queue.clear()
+
+    def _join(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for worker in self._threads:
+            worker.thread.join(max(0.0, deadline - time.monotonic()))
+        alive = [w.thread.name for w in self._threads if w.thread.is_alive()]
+        if alive and timeout >= JOIN_TIMEOUT_S:
+            raise RuntimeError(f"actor threads {alive} did not stop within {timeout:g} s (an act call that does "
+                               f"not return?)")
+
+    def _close_engines(self) -> None:
+        for actor in self.actors:
+            actor.close()
+
+    def _metrics(self, record: dict, seconds: float) -> PipelineMetrics:
+        batches = record["batches"]
+        cycles = len(batches)
+        env_steps = cycles * self.steps_per_cycle * self.num_envs
+        versions = np.array([b[1] for b in batches], dtype=np.int64).reshape(cycles, self.num_actors)
+        learner_version = np.array([b[2] for b in batches], dtype=np.int64).reshape(cycles, 1)
+        returns = [b[3] for b in batches]
+        return PipelineMetrics(
+            cycles=cycles, env_steps=env_steps, seconds=seconds,
+            steps_per_second=env_steps / seconds if seconds > 0 else 0.0,
+            episode_returns=np.concatenate(returns) if returns else np.zeros(0),
+            episode_lengths=np.concatenate([b[4] for b in batches]) if batches else np.zeros(0, dtype=np.int64),
+            episode_cycles=np.concatenate([np.full(len(b[3]), b[0], dtype=np.int64) for b in batches])
+            if batches else np.zeros(0, dtype=np.int64),
+            learner=record["learner"], params_versions=versions, params_lag=learner_version - versions,
+            learn_seconds=record["learn"], learner_wait_seconds=record["wait"],
+            actor_wait_seconds=np.array(record.get("actor_wait", [0.0] * self.num_actors)),
+            stopped=self._stop.is_set() and self._error is None,
+        )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this pipeline is closed" + (" (an actor or the learner raised)" if self._error else ""))
+
+    def close(self) -> None:
+        """Stop the actors (within about a second, also during a ``run`` in another thread) and
+        release the engines. Idempotent; a ``run`` in progress returns what it learned so far
+        (with ``stopped`` set) once its current ``learn`` call returns."""
+        self._request_stop()
+        self._join(CLOSE_TIMEOUT_S)
+        with self._state_lock:
+            self._closed = True
+            if not self._running:  # else run closes them when it returns
+                self._close_engines()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"Pipeline({self.env_id!r}, num_envs={self.num_envs}, num_actors={self.num_actors}, "
+                f"steps_per_cycle={self.steps_per_cycle}, mode={self.mode!r})")
