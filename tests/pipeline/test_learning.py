@@ -14,6 +14,7 @@ from gymnasium import spaces
 
 import vecsim
 from vecsim.pipeline import Pipeline
+from readme import run_readme_snippet
 from vecsim.pipeline.agents import PPO, Reinforce, evaluate
 
 CARTPOLE = "vecsim/CartPole-v1"
@@ -49,9 +50,8 @@ def test_reinforce_with_a_baseline_reaches_475_on_cartpole():
 
 
 def test_pipelined_ppo_reaches_475_on_cartpole():
-    agent = PPO.for_env(CARTPOLE, minibatches=16, lr_decay_updates=150 * 4 * 16, seed=0)
-    params, metrics = train(agent, CARTPOLE, 16, 128, 150, "pipelined")
-    returns, _ = evaluate(agent, params, CARTPOLE, 32)
+    names = run_readme_snippet("pipeline")  # the README's example, as written there
+    returns, metrics = names["returns"], names["metrics"]
     assert returns.mean() >= THRESHOLD, returns
     assert metrics.episode_returns[metrics.episode_cycles >= 140].mean() >= THRESHOLD
 

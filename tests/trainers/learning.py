@@ -11,7 +11,7 @@ and steps/s of the whole run (env stepping and learning together).
 from __future__ import annotations
 
 import contextlib
-import re
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -30,8 +30,10 @@ from torch import nn
 
 import vecsim  # noqa: F401  (registers the vecsim/... ids)
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for readme.py when run as a script
+from readme import run_readme_snippet  # noqa: E402
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+
 NUM_ENVS = 16  # as in the README's skrl and TorchRL snippets
 # CartPole ends an episode once |x| > 2.4 or |theta| > 12 degrees, and starts every state
 # variable in [-0.05, 0.05]: a terminal state and a fresh start are told apart by these alone.
@@ -44,19 +46,6 @@ def beyond_limits(obs: np.ndarray) -> np.ndarray:
     return (np.abs(obs[..., 0]) > X_LIMIT) | (np.abs(obs[..., 2]) > THETA_LIMIT)
 
 
-def readme_snippet(name: str) -> str:
-    """The Python block that follows ``<!-- snippet: name -->`` in README.md."""
-    found = re.search(rf"<!-- snippet: {re.escape(name)} -->\n```python\n(.*?)```", README.read_text(), re.S)
-    if found is None:
-        raise LookupError(f"README.md has no '<!-- snippet: {name} -->' followed by a python block")
-    return found.group(1)
-
-
-def run_readme_snippet(name: str) -> dict:
-    """Run a README snippet; returns the names it defined (``envs`` or ``env``)."""
-    names: dict = {}
-    exec(compile(readme_snippet(name), f"README.md:{name}", "exec"), names)
-    return names
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecMonitor, VecNormalize
 
-from learning import run_readme_snippet
+from readme import run_readme_snippet
 from vecsim.trainers.sb3 import SB3VecEnv
 
 pytestmark = pytest.mark.trainers
