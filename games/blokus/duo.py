@@ -9,12 +9,8 @@ Version History
     v0: first version.
 """
 
-from vecsim.games.blokus import env as _env
-from vecsim.games.blokus.env import (  # noqa: F401
-    EVENTS, PHYSICAL_STATE, STRUCTURAL, Params, State, check_params, enforce_mask, info_fields, prepare_params,
-    reset_env, step_env, write_mask, write_obs,
-)
-from vecsim.games.blokus.render import render_rgb, render_text  # noqa: F401
+from vecsim.games.blokus.env import *  # noqa: F401,F403 (the shared contract, env.__all__)
+from vecsim.games.blokus.env import sized
 
 NAME = "BlokusDuo"
 ENV_ID = "BlokusDuo-v0"
@@ -23,13 +19,4 @@ SIZE = 14
 MAX_EPISODE_STEPS = None
 
 
-def allocate_state(num_envs, float_dtype, params):
-    return _env.allocate_state(num_envs, float_dtype, params, SEATS, SIZE)
-
-
-def observation_space(p):
-    return _env.observation_space(SEATS, SIZE)
-
-
-def action_space(p):
-    return _env.action_space(SIZE)
+allocate_state, observation_space, action_space = sized(SEATS, SIZE)

@@ -12,13 +12,18 @@ import numpy as np
 from gymnasium import spaces
 
 from vecsim.core import buffers as placed
-from vecsim.core.contract import param
+from vecsim.core.contract import named_choices, param
 from vecsim.core.jit import exact
 from vecsim.core.rng import randint
 from vecsim.games.blokus import rules
 from vecsim.games.blokus.board import VARIANTS
 from vecsim.games.blokus.pieces import N_ORIENT, N_PIECES, ORIENT_SIZE
 
+#: What an id module (``classic.py``, ``duo.py``) takes from here with ``import *``.
+__all__ = [
+    "EVENTS", "PHYSICAL_STATE", "STRUCTURAL", "Params", "State", "check_params", "enforce_mask", "info_fields",
+    "prepare_params", "reset_env", "step_env", "write_mask", "write_obs", "render_rgb", "render_text",
+]
 SELFPLAY, SINGLE = 0, 1
 RANDOM, GREEDY = 0, 1
 CHOICES = {"mode": ("selfplay", "single"), "opponent": ("random", "greedy")}
@@ -59,18 +64,9 @@ class State(NamedTuple):
     opp_mask: np.ndarray  # (N, A) bool in single mode ((N, 0) otherwise): an opponent's legal moves
 
 
-def _choice(name: str, value):
-    names = CHOICES[name]
-    if isinstance(value, str):
-        if value not in names:
-            raise ValueError(f"Blokus {name} must be one of {names}, but got {name}={value!r}")
-        return float(names.index(value))
-    return value
-
-
 def prepare_params(given: dict) -> dict:
     """Turn ``mode="single"`` and ``opponent="greedy"`` into their numbers."""
-    return {k: (_choice(k, v) if k in CHOICES else v) for k, v in given.items()}
+    return named_choices("Blokus", CHOICES, given)
 
 
 def check_params(values: dict) -> None:
@@ -82,7 +78,7 @@ def check_params(values: dict) -> None:
                              f"but got {name}={v.flat[int(np.flatnonzero(bad)[0])]}")
 
 
-def allocate_state(num_envs: int, float_dtype, params, seats: int, size: int) -> State:
+def _allocate_state(num_envs: int, float_dtype, params, seats: int, size: int) -> State:
     n, single = num_envs, int(np.max(params.mode)) == SINGLE
     starts = CLASSIC_START if seats == 4 else DUO_START
     return State(
@@ -98,7 +94,7 @@ def allocate_state(num_envs: int, float_dtype, params, seats: int, size: int) ->
     )
 
 
-def observation_space(seats: int, size: int) -> spaces.Dict:
+def _observation_space(seats: int, size: int) -> spaces.Dict:
     """The acting seat's view, parts in Gymnasium's (sorted) ``Dict`` order."""
     return spaces.Dict({
         "board": spaces.Box(0, 1, (seats, size, size), np.uint8),
@@ -107,8 +103,20 @@ def observation_space(seats: int, size: int) -> spaces.Dict:
     })
 
 
-def action_space(size: int) -> spaces.Discrete:
-    return spaces.Discrete(N_ORIENT * size * size)
+def sized(seats: int, size: int):
+    """``allocate_state``, ``observation_space`` and ``action_space`` of the game with
+    ``seats`` seats on a ``size`` x ``size`` board."""
+
+    def allocate_state(num_envs, float_dtype, params):
+        return _allocate_state(num_envs, float_dtype, params, seats, size)
+
+    def observation_space(p):
+        return _observation_space(seats, size)
+
+    def action_space(p):
+        return spaces.Discrete(N_ORIENT * size * size)
+
+    return allocate_state, observation_space, action_space
 
 
 def info_fields(p) -> dict:
@@ -243,3 +251,6 @@ def write_obs(s, p, i, obs):
         left = s.pieces_left[i, (seat + j) % seats]
         for k in range(N_PIECES):
             obs[i, o + j * N_PIECES + k] = (left >> k) & 1
+
+
+from vecsim.games.blokus.render import render_rgb, render_text  # noqa: E402,F401
