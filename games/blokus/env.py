@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 
 from vecsim.core import buffers as placed
-from vecsim.core.contract import named_choices, param
+from vecsim.core.contract import KernelHints, named_choices, param
 from vecsim.core.jit import exact
 from vecsim.core.rng import randint
 from vecsim.games.blokus import rules
@@ -21,7 +21,7 @@ from vecsim.games.blokus.pieces import N_ORIENT, N_PIECES, ORIENT_SIZE
 
 #: What an id module (``classic.py``, ``duo.py``) takes from here with ``import *``.
 __all__ = [
-    "EVENTS", "PHYSICAL_STATE", "STRUCTURAL", "Params", "State", "check_params", "enforce_mask", "info_fields",
+    "CHOICES", "EVENTS", "KERNEL_HINTS", "PHYSICAL_STATE", "STRUCTURAL", "Params", "State", "check_params", "enforce_mask", "info_fields",
     "prepare_params", "reset_env", "step_env", "write_mask", "write_obs", "render_rgb", "render_text",
 ]
 SELFPLAY, SINGLE = 0, 1
@@ -30,6 +30,7 @@ CHOICES = {"mode": ("selfplay", "single"), "opponent": ("random", "greedy")}
 EVENTS = ("placements", "passes")
 EV_PLACEMENTS, EV_PASSES = range(2)
 PHYSICAL_STATE = ()  # no reference state vector
+KERNEL_HINTS = KernelHints(write_obs_fills_row=True)
 STRUCTURAL = ("mode",)  # single mode allocates the opponents' mask scratch
 INITIAL_SCORE = -89  # minus the 89 squares of a full set
 
