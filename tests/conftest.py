@@ -32,6 +32,25 @@ def lenient(game_id) -> dict:
     return {"invalid_action": "flag"} if vecsim.resolve(game_id).enforces_mask else {}
 
 
+def first_legal_actions(eng):
+    """Each env's first legal action (zeros for a game without masks): a batch that any game
+    steps, where zeros may be outside a binding mask (Blokus Duo, Tetris's reach mode)."""
+    acts = eng.zero_actions()
+    if eng.n_mask:
+        acts[:] = eng.masks.argmax(axis=1)
+    return acts
+
+
+#: Games whose starting state is the same for every seed (Blokus: an empty board): their
+#: seeding is seen in the random streams (``eng.rng``), not in the first observation.
+FIXED_START = ("Blokus", "BlokusDuo")
+
+
+def start_of(eng):
+    """What a reset's seed shows: the observation, or the streams of a ``FIXED_START`` game."""
+    return (eng.rng if eng.game.name in FIXED_START else eng.obs).copy()
+
+
 @pytest.fixture(scope="module")
 def engine(game_id):
     """A reset float64 engine of 8 envs of ``game_id``, shared by one test module."""

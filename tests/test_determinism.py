@@ -96,15 +96,20 @@ refreshes = []  # Numba's target-context refreshes (a compile does one; a cache 
 refresh = type(cpu_target.target_context).refresh
 type(cpu_target.target_context).refresh = lambda ctx: (refreshes.append(1), refresh(ctx))[1]
 stats = {}
+def legal(eng):  # each env's first legal action (zero may be outside a binding mask)
+    acts = eng.zero_actions()
+    if eng.n_mask:
+        acts[:] = eng.masks.argmax(axis=1)
+    return acts
 for k, game_id in enumerate(vecsim.game_ids()):
     # Every game's serial kernels; the parallel ones (same template) for the first game only,
     # which keeps the cold compile of this test short.
     for parallel in (False, True) if k == 0 else (False,):
         eng = vecsim.make(game_id, 2, parallel=parallel)
         eng.reset(seed=0)
-        eng.step(eng.zero_actions())
+        eng.step(legal(eng))
         eng.reset_envs(vecsim.ResetMask.all(2))
-        eng.step_no_reset(eng.zero_actions())
+        eng.step_no_reset(legal(eng))
         eng.refresh()
         module = sys.modules[eng._step_kernel.py_func.__module__]
         for name in ("step", "reset", "observe"):

@@ -3,8 +3,9 @@
 The exact rules, the action encoding and the start cells are in ``games/blokus/SPEC.md``.
 ``pieces.py`` holds the 21 pieces and 91 orientations, ``rules.py`` the ``@njit`` kernels
 over one env ``i`` of a structure-of-arrays ``BoardState``, ``board.py`` that state and the
-validated Python entry points. Not yet a registered vecsim game: seats, observations and
-the env contract come with the engine's multi-seat support (issue #23).
+validated Python entry points. ``env.py`` holds the vecsim game contract (seats, opponents,
+observation, mask) that ``classic.py`` (``vecsim/Blokus-v0``) and ``duo.py``
+(``vecsim/BlokusDuo-v0``) register; ``render.py`` draws a board.
 """
 
 from vecsim.games.blokus.board import (  # noqa: F401

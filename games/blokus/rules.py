@@ -86,6 +86,15 @@ def _prepare(s, i, p):
     return corner_rows
 
 
+@exact
+def write_corner_rows(s, i, p, out):
+    """Write seat ``p``'s free corner cells (diagonal to its squares, or its start cell before
+    its first piece) into ``out[i, r]`` (bit ``c`` = column ``c``), one word per board row."""
+    _prepare(s, i, p)
+    for r in range(s.rows.shape[2]):
+        out[i, r] = s.corner[i, r]
+
+
 @exact(inline="always")
 def _anchor_rows(corner_rows, o, size):
     """Rows where an anchor of orientation ``o`` could put a cell on a corner cell."""

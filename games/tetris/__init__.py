@@ -58,7 +58,7 @@ from vecsim.games.tetris.rules import (
 # the names are looked up when the kernels compile, after both modules finished importing.
 import vecsim.planners.tetris as _planner  # noqa: E402
 from vecsim.core import buffers as placed
-from vecsim.core.contract import KernelHints, discrete_ok, param
+from vecsim.core.contract import KernelHints, discrete_ok, named_choices, param
 from vecsim.core.jit import exact
 
 NAME = "Tetris"
@@ -140,15 +140,6 @@ class State(NamedTuple):
     scratch_cols: np.ndarray  # (N, 96) int64 scratch for policies: column bitboards and their feature terms
 
 
-def _choice(name: str, value):
-    names = CHOICES[name]
-    if isinstance(value, str):
-        if value not in names:
-            raise ValueError(f"Tetris {name} must be one of {names}, but got {name}={value!r}")
-        return float(names.index(value))
-    return value
-
-
 def prepare_params(given: dict) -> dict:
     """Expand ``preset=`` and turn named choices (``action_mode="reach"``...) into numbers."""
     given = dict(given)
@@ -159,7 +150,7 @@ def prepare_params(given: dict) -> dict:
             raise ValueError(f"Tetris preset must be one of {sorted(PRESETS)}, but got preset={preset!r}")
         out.update(PRESETS[preset])
     out.update(given)
-    return {k: (_choice(k, v) if k in CHOICES else v) for k, v in out.items()}
+    return named_choices(NAME, CHOICES, out)
 
 
 def check_params(values: dict) -> None:

@@ -61,6 +61,21 @@ def allocate_float_fields(state_cls, num_envs: int, float_dtype) -> tuple:
     return state_cls(*(placed.zeros(num_envs, float_dtype) for _ in state_cls._fields))
 
 
+def named_choices(game: str, choices: dict, given: dict) -> dict:
+    """``given`` with each named choice turned into its number (its index in ``choices[key]``):
+    what a game's ``prepare_params`` does for ``action_mode="reach"`` and the like. Numbers
+    pass through unchanged; an unknown name raises ``ValueError`` naming the value."""
+    out = {}
+    for key, value in given.items():
+        names = choices.get(key)
+        if names is not None and isinstance(value, str):
+            if value not in names:
+                raise ValueError(f"{game} {key} must be one of {names}, but got {key}={value!r}")
+            value = float(names.index(value))
+        out[key] = value
+    return out
+
+
 class KernelHints(NamedTuple):
     """Performance hints of a game, all optional (``KERNEL_HINTS = KernelHints(...)``); none
     changes a result.

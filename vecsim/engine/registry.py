@@ -23,6 +23,8 @@ BUILTIN = {
     "Pendulum-v1": ("vecsim.games.pendulum", 200, None),
     "Acrobot-v1": ("vecsim.games.acrobot", 500, -100.0),
     "Tetris-v0": ("vecsim.games.tetris", None, None),
+    "Blokus-v0": ("vecsim.games.blokus.classic", None, None),
+    "BlokusDuo-v0": ("vecsim.games.blokus.duo", None, None),
 }
 
 #: Every game: id -> (module name, max_episode_steps, reward_threshold).
