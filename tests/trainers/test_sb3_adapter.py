@@ -136,6 +136,8 @@ def test_seed_and_options_apply_at_the_next_reset():
         a.set_options({"reset_mask": np.ones(4, dtype=bool)})
     with pytest.raises(TypeError, match="seed"):
         a.seed(1.5)
+    with pytest.raises(ValueError, match="seed must be in"):
+        SB3VecEnv("vecsim/CartPole-v1", 2, seed=-1)
 
 
 def test_masks_after_a_done_are_the_new_episodes():

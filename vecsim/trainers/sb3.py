@@ -29,7 +29,7 @@ from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import VecEnv
 
-from vecsim.engine.engine import SAME_STEP
+from vecsim.engine.engine import SAME_STEP, check_seed
 from vecsim.gym.vector import FRESH_MIN_ENVS, VecsimVectorEnv, obs_parts, split_obs, split_row
 
 #: Attributes that ``get_attr`` reads once per env (the same value for every env).
@@ -75,8 +75,6 @@ class SB3VecEnv(VecEnv):
                                 f"remove {own}={kwargs[own]!r}")
         if not isinstance(env_id, str):
             raise TypeError(f"env_id must be a vecsim env id (str), but got env_id={env_id!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-            raise TypeError(f"seed must be an int or None, but got seed={seed!r}")
         if not isinstance(monitor, (bool, np.bool_)):
             raise TypeError(f"monitor must be a bool, but got monitor={monitor!r}")
         self.monitor = bool(monitor)
@@ -102,7 +100,7 @@ class SB3VecEnv(VecEnv):
         self._actions = None
         super().__init__(vec.num_envs, vec.single_observation_space, vec.single_action_space)
         if seed is not None:
-            self.seed(int(seed))
+            self.seed(seed)
 
     # -- the VecEnv API ------------------------------------------------------------------
     def reset(self):
@@ -305,9 +303,9 @@ class SB3VecEnv(VecEnv):
 
     def seed(self, seed: int | None = None):
         """Seed env ``i`` with ``seed + i`` at the next ``reset`` (a random seed for ``None``)."""
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-            raise TypeError(f"seed must be an int or None, but got seed={seed!r}")
-        return super().seed(None if seed is None else int(seed))
+        if seed is not None:
+            seed = check_seed(seed, span=self.num_envs)
+        return super().seed(seed)
 
     def set_options(self, options=None) -> None:
         """Options for the next ``reset``: one dict for every env, or a list of ``num_envs`` dicts."""
