@@ -33,6 +33,46 @@ _step_inline, _write_obs, _mask_inline = step_parts(_game, "STEP_ENV", "PRECISIO
 _policy_inline = inline_if_same_semantics(_policy, OPTS_SLOT)
 
 
+OPTS_PART = dict(OPTS_SLOT, inline="always")
+
+
+@njit(**OPTS_PART)
+def _start_job(s, p, w, seed, rng, obs, masks):
+    """Reset slot ``w`` for a job seeded ``seed``: its first observation and mask."""
+    seed_env(rng, w, seed)
+    _game.reset_env(s, p, w, rng)
+    _game.write_obs(s, p, w, obs)
+    MASK_FN(s, p, w, masks)
+
+
+@njit(**OPTS_PART)
+def _record_inputs(j, t, w, obs, masks, obs_out, mask_out):
+    """Row ``(j, t)`` of the batch gets what the policy sees: slot ``w``'s observation and mask."""
+    for k in range(obs.shape[1]):
+        obs_out[j, t, k] = obs[w, k]
+    if mask_out.shape[0] > 0:
+        for k in range(masks.shape[1]):
+            mask_out[j, t, k] = masks[w, k]
+
+
+@njit(**OPTS_PART)
+def _pad_tail(j, t, obs_out, act_out, rew_out, done_out, mask_out, len_out):
+    """Steps ``t`` on of row ``j`` back to padding, and its length set to ``t``.
+
+    Reused arrays are not cleared before a collection: ``len_out[j]`` still holds the length
+    of the row's earlier episode, whose later steps are the ones to clear."""
+    for tt in range(t, len_out[j]):
+        for k in range(obs_out.shape[2]):
+            obs_out[j, tt, k] = 0
+        act_out[j, tt] = 0
+        rew_out[j, tt] = 0
+        done_out[j, tt] = True
+        if mask_out.shape[0] > 0:
+            for k in range(mask_out.shape[2]):
+                mask_out[j, tt, k] = False
+    len_out[j] = t
+
+
 @njit(**OPTS_SLOT)
 def _play_slot(s, p, w, seeds, max_steps, env_max_steps, obs_out, act_out, rew_out, done_out, term_out, len_out,
                mask_out, bad, actions, obs, masks, events, rng):
@@ -42,31 +82,19 @@ def _play_slot(s, p, w, seeds, max_steps, env_max_steps, obs_out, act_out, rew_o
     array by value (pointer, shape, strides), which two calls a step (policy, then step)
     would pay twice. Not in the prange body itself, where inlining the step changes the
     parallel kernel's results (see docs/numba-workarounds.md)."""
-    n_jobs = seeds.shape[0]
-    n_slots = actions.shape[0]
-    obs_dim = obs.shape[1]
     n_mask = masks.shape[1]
-    keep_masks = mask_out.shape[0] > 0
     bad[w, 0] = 0
-    for j in range(w, n_jobs, n_slots):
+    for j in range(w, seeds.shape[0], actions.shape[0]):
         if bad[w, 0] != 0:
             break
-        seed_env(rng, w, seeds[j])
-        _game.reset_env(s, p, w, rng)
-        _game.write_obs(s, p, w, obs)
-        MASK_FN(s, p, w, masks)
+        _start_job(s, p, w, seeds[j], rng, obs, masks)
         t = 0
         terminated = False
         while True:
-            for k in range(obs_dim):
-                obs_out[j, t, k] = obs[w, k]
-            if keep_masks:
-                for k in range(n_mask):
-                    mask_out[j, t, k] = masks[w, k]
+            _record_inputs(j, t, w, obs, masks, obs_out, mask_out)
             a = _policy_inline(s, p, w, rng)
             actions[w] = a
-            legal = ACTION_OK(p, actions, w) and (n_mask == 0 or masks[w, a])
-            if not legal:
+            if not (ACTION_OK(p, actions, w) and (n_mask == 0 or masks[w, a])):
                 bad[w, 0] = j + 1
                 bad[w, 1] = a
                 break
@@ -80,23 +108,11 @@ def _play_slot(s, p, w, seeds, max_steps, env_max_steps, obs_out, act_out, rew_o
                 _mask_inline(s, p, w, masks)
             rew_out[j, t] = reward
             t += 1
-            truncated = env_max_steps > 0 and t >= env_max_steps
-            done = terminated or truncated or t >= max_steps
+            done = terminated or (env_max_steps > 0 and t >= env_max_steps) or t >= max_steps
             done_out[j, t - 1] = done
             if done:
                 break
-        # Reused arrays are not cleared before a collection: len_out[j] still holds the
-        # length of the row's earlier episode, whose later steps go back to padding here.
-        for tt in range(t, len_out[j]):
-            for k in range(obs_dim):
-                obs_out[j, tt, k] = 0
-            act_out[j, tt] = 0
-            rew_out[j, tt] = 0
-            done_out[j, tt] = True
-            if keep_masks:
-                for k in range(n_mask):
-                    mask_out[j, tt, k] = False
-        len_out[j] = t
+        _pad_tail(j, t, obs_out, act_out, rew_out, done_out, mask_out, len_out)
         term_out[j] = terminated
 
 
