@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from vecsim.core.contract import box_finite, discrete_ok, no_mask, no_pre_step
+from vecsim.engine.episode_rows import pad_tail, record_inputs
 from vecsim.engine.fusion import all_legal, inline_if_same_semantics, step_parts
 from vecsim.core.jit import kernel_options
 from vecsim.core.rng import seed_env
@@ -33,44 +34,13 @@ _step_inline, _write_obs, _mask_inline = step_parts(_game, "STEP_ENV", "PRECISIO
 _policy_inline = inline_if_same_semantics(_policy, OPTS_SLOT)
 
 
-OPTS_PART = dict(OPTS_SLOT, inline="always")
-
-
-@njit(**OPTS_PART)
+@njit(**dict(OPTS_SLOT, inline="always"))
 def _start_job(s, p, w, seed, rng, obs, masks):
     """Reset slot ``w`` for a job seeded ``seed``: its first observation and mask."""
     seed_env(rng, w, seed)
     _game.reset_env(s, p, w, rng)
     _game.write_obs(s, p, w, obs)
     MASK_FN(s, p, w, masks)
-
-
-@njit(**OPTS_PART)
-def _record_inputs(j, t, w, obs, masks, obs_out, mask_out):
-    """Row ``(j, t)`` of the batch gets what the policy sees: slot ``w``'s observation and mask."""
-    for k in range(obs.shape[1]):
-        obs_out[j, t, k] = obs[w, k]
-    if mask_out.shape[0] > 0:
-        for k in range(masks.shape[1]):
-            mask_out[j, t, k] = masks[w, k]
-
-
-@njit(**OPTS_PART)
-def _pad_tail(j, t, obs_out, act_out, rew_out, done_out, mask_out, len_out):
-    """Steps ``t`` on of row ``j`` back to padding, and its length set to ``t``.
-
-    Reused arrays are not cleared before a collection: ``len_out[j]`` still holds the length
-    of the row's earlier episode, whose later steps are the ones to clear."""
-    for tt in range(t, len_out[j]):
-        for k in range(obs_out.shape[2]):
-            obs_out[j, tt, k] = 0
-        act_out[j, tt] = 0
-        rew_out[j, tt] = 0
-        done_out[j, tt] = True
-        if mask_out.shape[0] > 0:
-            for k in range(mask_out.shape[2]):
-                mask_out[j, tt, k] = False
-    len_out[j] = t
 
 
 @njit(**OPTS_SLOT)
@@ -91,7 +61,7 @@ def _play_slot(s, p, w, seeds, max_steps, env_max_steps, obs_out, act_out, rew_o
         t = 0
         terminated = False
         while True:
-            _record_inputs(j, t, w, obs, masks, obs_out, mask_out)
+            record_inputs(j, t, w, obs, masks, obs_out, mask_out)
             a = _policy_inline(s, p, w, rng)
             actions[w] = a
             if not (ACTION_OK(p, actions, w) and (n_mask == 0 or masks[w, a])):
@@ -112,7 +82,7 @@ def _play_slot(s, p, w, seeds, max_steps, env_max_steps, obs_out, act_out, rew_o
             done_out[j, t - 1] = done
             if done:
                 break
-        _pad_tail(j, t, obs_out, act_out, rew_out, done_out, mask_out, len_out)
+        pad_tail(j, t, obs_out, act_out, rew_out, done_out, mask_out, len_out)
         term_out[j] = terminated
 
 

@@ -41,6 +41,7 @@ from numba import njit, prange
 
 from vecsim.core.contract import box_finite, discrete_ok, no_mask, no_pre_step
 from vecsim.core.jit import kernel_options
+from vecsim.engine.episode_rows import pad_tail, record_inputs
 from vecsim.engine.fusion import all_legal, step_and_write, step_parts
 from vecsim.core.rng import mix64, randint, seed_env, uniform
 
@@ -142,27 +143,6 @@ def _record_box(act_out, j, t, actions, w):
 
 
 @njit(**OPTS_SERIAL)
-def _clear_action_discrete(act_out, b, t):
-    act_out[b, t] = 0
-
-
-@njit(**OPTS_SERIAL)
-def _clear_action_box(act_out, b, t):
-    for k in range(act_out.shape[2]):
-        act_out[b, t, k] = 0
-
-
-@njit(**OPTS_SERIAL)
-def _keep_step(j, t, w, obs, masks, obs_out, mask_out):
-    """Copy slot ``w``'s observation (and mask) into step ``t`` of job ``j``."""
-    for k in range(obs.shape[1]):
-        obs_out[j, t, k] = obs[w, k]
-    if mask_out.shape[0] > 0:
-        for k in range(masks.shape[1]):
-            mask_out[j, t, k] = masks[w, k]
-
-
-@njit(**OPTS_SERIAL)
 def _start_job(w, j, seeds, pol_rng, obs_out, mask_out, obs, masks, rng, P, STATE_ARGS):
     """Reset slot ``w`` for job ``j`` (seeded ``seeds[j]``) and record its first observation."""
     s, p = State(STATE_ARGS), Params(PARAM_ROWS)
@@ -173,29 +153,7 @@ def _start_job(w, j, seeds, pol_rng, obs_out, mask_out, obs, masks, rng, P, STAT
     _game.reset_env(s, p, w, rng)
     _game.write_obs(s, p, w, obs)
     MASK_FN(s, p, w, masks)
-    _keep_step(j, 0, w, obs, masks, obs_out, mask_out)
-
-
-@njit(**OPTS_SERIAL)
-def _end_job(j, n_steps, terminated, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out):
-    """Close job ``j``'s row after ``n_steps`` steps.
-
-    Reused arrays are not cleared before a collection: ``len_out[j]`` still holds the length
-    of the episode the row held before, and the steps from ``n_steps`` up to it go back to
-    padding here (every earlier step was just overwritten). Only the steps an earlier, longer
-    episode wrote are touched, not the whole ``[B, K]`` block.
-    """
-    for t in range(n_steps, len_out[j]):
-        for k in range(obs_out.shape[2]):
-            obs_out[j, t, k] = 0
-        _clear_action_KIND(act_out, j, t)
-        rew_out[j, t] = 0
-        done_out[j, t] = True
-        if mask_out.shape[0] > 0:
-            for k in range(mask_out.shape[2]):
-                mask_out[j, t, k] = False
-    len_out[j] = n_steps
-    term_out[j] = terminated
+    record_inputs(j, 0, w, obs, masks, obs_out, mask_out)
 
 
 @njit(**OPTS_SERIAL)
@@ -216,9 +174,10 @@ def _finish_slot_KIND(r, w, j, t, reward, terminated, max_steps, env_max_steps, 
     step_of[w] = t + 1
     fin[w] = done
     if done:
-        _end_job(j, t + 1, terminated, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out)
+        pad_tail(j, t + 1, obs_out, act_out, rew_out, done_out, mask_out, len_out)
+        term_out[j] = terminated
     else:
-        _keep_step(j, t + 1, w, obs, masks, obs_out, mask_out)
+        record_inputs(j, t + 1, w, obs, masks, obs_out, mask_out)
 
 
 @njit(**OPTS_SERIAL)
