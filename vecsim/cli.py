@@ -577,11 +577,38 @@ def cmd_bench_sb3(args) -> int:
     return 0
 
 
+def cmd_bench_pipeline(args) -> int:
+    """``vecsim bench --pipeline``: the actor-learner loop, pipelined against synchronous."""
+    from vecsim.bench import pipeline
+
+    sizes = args.num_envs or list(pipeline.NUM_ENVS)
+    cells = len(pipeline.configurations(sizes, pipeline.ACTORS, ["numpy"], pipeline.LEARNERS))
+    progress = Progress(2 * cells * args.repeats, enabled=not args.no_progress)
+
+    def advance(line: str) -> None:
+        progress.show(line)
+        progress.advance()
+
+    results = pipeline.measure(sizes, rounds=args.repeats, learners=pipeline.LEARNERS, progress=advance)
+    progress.finish()
+    print(pipeline.table(results))
+    print(f"\n{pipeline.describe(20, args.repeats, None, None)}\n"
+          f"More settings (torch inference, BLAS threads, cycles): python -m vecsim.bench.pipeline --help")
+    print(_machine_line())
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": _machine(), "results": results}, f, indent=1)
+        print(f"results written to {args.json}")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from vecsim.bench import peers
 
     if args.sb3:
         return cmd_bench_sb3(args)
+    if args.pipeline:
+        return cmd_bench_pipeline(args)
     args.num_envs = args.num_envs or list(bench.NUM_ENVS)
     games = _game_list(args.games)
     # A game that declares BENCH_VARIANTS has its own table: steps/s per variant, beside its peers.
@@ -832,7 +859,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "a game with BENCH_VARIANTS per variant, beside its peers")
     b.add_argument("--games", nargs="+", help="game ids (default: every game)")
     b.add_argument("--num-envs", type=_positive_int, nargs="+",
-                   help=f"batch sizes (default: {list(bench.NUM_ENVS)}; with --sb3: 64)")
+                   help=f"batch sizes (default: {list(bench.NUM_ENVS)}; with --sb3: 64; with --pipeline: 16 256)")
     b.add_argument("--seconds", type=_positive_float, default=1.0,
                    help="measuring time per cell (default: %(default)s)")
     b.add_argument("--repeats", type=_positive_int, default=3, help="repeats, the best counts (default: %(default)s)")
@@ -853,6 +880,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead, what the Stable-Baselines3 adapter costs on CartPole: steps/s of VecsimVectorEnv "
                         "(NEXT_STEP, SAME_STEP), SB3VecEnv and SB3's DummyVecEnv over Gymnasium's env, and SB3 PPO "
                         "training steps/s on SB3VecEnv and on that DummyVecEnv (needs vecsim[train])")
+    b.add_argument("--pipeline", action="store_true",
+                   help="instead, the actor-learner loop's env steps/s (vecsim.pipeline on CartPole, a 5x200 MLP "
+                        "policy), pipelined against synchronous, with a learner and acting alone; --num-envs and "
+                        "--repeats (rounds) apply (default sizes: 16 256)")
     b.add_argument("--train-steps", type=_positive_int, default=20_000,
                    help="with --sb3: PPO training steps timed per env (default: %(default)s)")
     b.add_argument("--torch-threads", type=_positive_int,

@@ -38,6 +38,8 @@ def make(agent=None, mode="pipelined", **kwargs):
     ({"updates_per_cycle": -1}, "updates_per_cycle=-1"),
     ({"mode": "async"}, "mode='async'"),
     ({"seed": -1}, "seed=-1"),
+    ({"fixed_lag": -1}, "fixed_lag=-1"),
+    ({"fixed_lag": 1.5}, "fixed_lag=1.5"),
 ])
 def test_bad_arguments_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -168,6 +170,17 @@ def test_actors_act_with_published_versions(mode):
     assert [m["version"] for m in metrics.learner] == list(range(1, 7))
 
 
+@pytest.mark.parametrize("mode", ["pipelined", "synchronous"])
+@pytest.mark.parametrize("lag", [0, 1, 2])
+def test_a_fixed_lag_fixes_the_version_of_every_cycle(mode, lag):
+    with make(mode=mode, num_actors=2, fixed_lag=lag, queue_capacity=2) as loop:
+        metrics = loop.run(4)
+        metrics = loop.run(3)  # a second run goes on with the same schedule
+    expected = np.maximum(0, np.arange(4, 7) - lag)  # one update a cycle: version c - L
+    np.testing.assert_array_equal(metrics.params_versions, np.repeat(expected[:, None], 2, axis=1))
+    np.testing.assert_array_equal(metrics.params_lag, np.minimum(np.arange(4, 7), lag)[:, None] + [0, 0])
+
+
 @pytest.mark.parametrize("updates, calls", [(0, 0), (3, 9), (lambda cycle: cycle, 0 + 1 + 2)])
 def test_updates_per_cycle(updates, calls):
     agent = LeanAgent()
@@ -272,3 +285,26 @@ def test_no_actor_thread_outlives_a_run():
         loop.run(3)
         assert actor_threads() == []
     assert loop.closed
+
+
+def test_with_a_fixed_lag_pipelined_learning_equals_synchronous_learning():
+    """A real learner (REINFORCE with a baseline) in threads gives the synchronous run's bits."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from vecsim.pipeline.agents import Reinforce
+
+    def learn(mode):
+        agent = Reinforce.for_env(CARTPOLE, hidden=(16,), seed=5)
+        params, opt_state = agent.init()
+        with threadpoolctl.threadpool_limits(1, user_api="blas"), \
+                Pipeline(CARTPOLE, 8, agent, params=params, opt_state=opt_state, steps_per_cycle=16,
+                         mode=mode, seed=5, fixed_lag=2, queue_capacity=3) as loop:
+            metrics = loop.run(6)
+        return loop.params, metrics
+
+    (p_sync, m_sync), (p_pipe, m_pipe) = learn("synchronous"), learn("pipelined")
+    for name in ("pi", "v"):
+        for a, b in zip(p_sync[name], p_pipe[name]):
+            np.testing.assert_array_equal(a, b)
+    assert [m["policy_loss"] for m in m_sync.learner] == [m["policy_loss"] for m in m_pipe.learner]
+    np.testing.assert_array_equal(m_sync.episode_returns, m_pipe.episode_returns)
+    np.testing.assert_array_equal(m_sync.params_versions, m_pipe.params_versions)

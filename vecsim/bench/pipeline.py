@@ -3,7 +3,7 @@
     python -m vecsim.bench.pipeline [--num-envs 16 256] [--actors 2 1] [--impls numpy torch]
                                     [--rounds 5] [--cycles 20] [--blas-threads N] [--json FILE]
 
-(``vecsim bench --pipeline`` runs the same.) The seed's benchmark of issue #25: CartPole,
+(``vecsim bench --pipeline`` runs its NumPy cells.) The seed's benchmark of issue #25: CartPole,
 ``steps_per_cycle=100``, a policy MLP of 5 hidden layers of 200 units run by the actors
 (inference on), and a learner that takes one gradient step per batch (REINFORCE with a
 baseline, ``vecsim.pipeline.agents.Reinforce``; with ``torch``, ``TorchPPO`` with one epoch of

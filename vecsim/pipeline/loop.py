@@ -6,7 +6,9 @@ a disjoint slice of the envs. At the start of each cycle it takes the newest par
 slot of capacity one, plays ``steps_per_cycle`` steps, and pushes the trajectory (with its
 initial and final actor state) onto its own bounded queue. The learner, in the thread that
 called ``run``, pops one trajectory from every actor's queue, joins them into one ``Batch``,
-updates, and publishes the new parameters without waiting for anyone. vecsim's kernels release
+updates, and publishes the new parameters without waiting for anyone. With a fixed lag
+``L``, an actor instead acts in cycle ``c`` with the parameters the learner held at the start
+of cycle ``c - L`` (waiting for them if need be), so the run no longer depends on timing. vecsim's kernels release
 the GIL, and so do NumPy's matrix products and torch: while one actor steps its envs, another
 runs inference and the learner differentiates.
 
@@ -25,7 +27,7 @@ import numpy as np
 from vecsim.engine.engine import _is_int, check_seed
 from vecsim.pipeline.actor import Actor
 from vecsim.pipeline.protocol import Batch, join_slices
-from vecsim.pipeline.staging import ParamSlot, Stopped, TrajectoryQueue
+from vecsim.pipeline.staging import CycleParams, ParamSlot, Stopped, TrajectoryQueue
 
 __all__ = ["MODES", "Pipeline", "PipelineMetrics"]
 
@@ -108,7 +110,7 @@ class _ActorThread:
         cycle = self.first
         try:
             for cycle in range(self.first, self.first + self.num_cycles):
-                version, params = pipeline.slot.newest()
+                version, params = pipeline.params_for(cycle)
                 batch = actor.play_cycle(params, version, cycle)
                 if batch is None:
                     return
@@ -151,6 +153,14 @@ class Pipeline:
     seed : int
         Env ``k`` is reset with seed ``seed + k`` when the loop is built, and continues its own
         random stream after that.
+    fixed_lag : int or None
+        ``None`` (default): each actor takes the newest parameters at the start of a cycle,
+        so which version it gets depends on timing. An int ``L >= 0``: every actor acts in
+        cycle ``c`` with the parameters the learner held at the start of cycle ``c - L``
+        (those learned from cycles ``< c - L``; the initial ones while ``c <= L``), waiting for
+        them if need be. Then a run is reproducible, and a pipelined run gives the same
+        results as a synchronous one with the same lag. ``L = 0`` is lockstep (no overlap of
+        acting and learning); ``L = 1`` lets one cycle of acting overlap one of learning.
     env_kwargs : dict, optional
         Keyword arguments of ``vecsim.make`` for every actor's engine (``precision``,
         ``max_episode_steps``, game constants such as Tetris's ``action_mode``).
@@ -160,7 +170,8 @@ class Pipeline:
 
     def __init__(self, env_id: str, num_envs: int, agent, *, params, opt_state=None, num_actors: int = 2,
                  steps_per_cycle: int = 128, queue_capacity: int = 1, updates_per_cycle=1,
-                 mode: str = "pipelined", seed: int = 0, env_kwargs: dict | None = None):
+                 mode: str = "pipelined", seed: int = 0, fixed_lag: int | None = None,
+                 env_kwargs: dict | None = None):
         num_envs = _positive_int("num_envs", num_envs)
         num_actors = _positive_int("num_actors", num_actors)
         if num_actors > num_envs:
@@ -177,6 +188,9 @@ class Pipeline:
             if not callable(getattr(agent, method, None)):
                 raise TypeError(f"agent must have a method {method}, but {type(agent).__name__} has none "
                                 f"(see vecsim.pipeline.protocol.Agent)")
+        if fixed_lag is not None and (not _is_int(fixed_lag) or fixed_lag < 0):
+            raise ValueError(f"fixed_lag must be None or an int >= 0, but got fixed_lag={fixed_lag!r}")
+        self.fixed_lag = None if fixed_lag is None else int(fixed_lag)
         if env_kwargs is not None and not isinstance(env_kwargs, dict):
             raise TypeError(f"env_kwargs must be a dict, but got {type(env_kwargs).__name__}")
         self.seed = check_seed(seed, span=num_envs)
@@ -186,6 +200,8 @@ class Pipeline:
         self.slot = ParamSlot(params)
         self.cycle = 0
         self._stop = threading.Event()
+        self._cycle_params = CycleParams(self._stop)
+        self._cycle_params.record(0, 0, params)
         self._error: BaseException | None = None
         self._error_lock = threading.Lock()
         self._running = False
@@ -229,6 +245,14 @@ class Pipeline:
             record.append({**(metrics or {}), "cycle": batch.cycle, "version": version})
         return time.perf_counter() - start
 
+    def params_for(self, cycle: int) -> tuple[int, object]:
+        """``(version, params)`` an actor acts with in ``cycle``: the newest, or with a fixed
+        lag ``L`` those of the start of cycle ``max(0, cycle - L)`` (waiting until the learner
+        has them; ``Stopped`` if the loop stops meanwhile)."""
+        if self.fixed_lag is None:
+            return self.slot.newest()
+        return self._cycle_params.wait(max(0, cycle - self.fixed_lag))
+
     def _fail(self, exc: BaseException) -> None:
         with self._error_lock:
             if self._error is None:
@@ -241,6 +265,7 @@ class Pipeline:
             actor.stopping = True
         for queue in self.queues:
             queue.wake()
+        self._cycle_params.wake()
 
     def _next_batch(self) -> tuple[Batch | None, float]:
         """One trajectory from every actor's queue, joined; ``None`` once stopped. Re-raises an
@@ -296,7 +321,7 @@ class Pipeline:
         for _ in range(num_cycles):
             if self._stop.is_set():
                 return
-            version, params = self.slot.newest()
+            version, params = self.params_for(self.cycle)
             parts = [actor.play_cycle(params, version, self.cycle) for actor in self.actors]
             if any(part is None for part in parts):
                 return
@@ -307,6 +332,10 @@ class Pipeline:
                                   batch.episode_lengths))
         record["learn"] += self._learn(batch, record["learner"])
         self.cycle += 1
+        if self.fixed_lag is not None:
+            self._cycle_params.record(self.cycle, self.slot.version, self.params)
+            # Every actor is at this cycle or later, and asks for no entry older than its lag.
+            self._cycle_params.forget_before(self.cycle - self.fixed_lag)
 
     def _run_pipelined(self, num_cycles: int, record: dict) -> None:
         self._threads = [_ActorThread(self, actor, queue, num_cycles, self.cycle)
@@ -388,5 +417,6 @@ class Pipeline:
         self.close()
 
     def __repr__(self) -> str:
+        lag = "" if self.fixed_lag is None else f", fixed_lag={self.fixed_lag}"
         return (f"Pipeline({self.env_id!r}, num_envs={self.num_envs}, num_actors={self.num_actors}, "
-                f"steps_per_cycle={self.steps_per_cycle}, mode={self.mode!r})")
+                f"steps_per_cycle={self.steps_per_cycle}, mode={self.mode!r}{lag})")

@@ -46,6 +46,44 @@ class ParamSlot:
         return self.newest()[0]
 
 
+class CycleParams:
+    """The parameters the learner held at the start of each cycle, for a fixed lag.
+
+    ``record(c, version, params)`` stores what the actors of cycle ``c`` act with at lag 0
+    (the learner's parameters after its updates on every cycle before ``c``); ``wait(c)``
+    blocks until cycle ``c``'s entry exists, and raises ``Stopped`` once ``stop`` is set.
+    ``forget_before(c)`` drops the entries no actor can ask for any more.
+    """
+
+    def __init__(self, stop: threading.Event):
+        self._stop = stop
+        self._items: dict[int, tuple[int, object]] = {}
+        self._changed = threading.Condition(threading.Lock())
+
+    def record(self, cycle: int, version: int, params) -> None:
+        with self._changed:
+            self._items[cycle] = (int(version), params)
+            self._changed.notify_all()
+
+    def wait(self, cycle: int) -> tuple[int, object]:
+        """``(version, params)`` of cycle ``cycle``, once the learner has recorded it."""
+        with self._changed:
+            while cycle not in self._items:
+                if self._stop.is_set():
+                    raise Stopped
+                self._changed.wait(POLL_S)
+            return self._items[cycle]
+
+    def forget_before(self, cycle: int) -> None:
+        with self._changed:
+            for old in [c for c in self._items if c < cycle]:
+                del self._items[old]
+
+    def wake(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+
 class Stopped(Exception):
     """The loop was asked to stop while a thread waited on a queue."""
 

@@ -1,0 +1,29 @@
+"""``vecsim bench --pipeline``: the actor-learner table, its cells and ratios."""
+
+from __future__ import annotations
+
+import json
+
+from vecsim import cli
+from vecsim.bench import pipeline
+
+
+def test_bench_pipeline_measures_every_cell_both_ways_and_reports_the_ratio(monkeypatch, tmp_path, capsys):
+    calls = []
+
+    def fake_rate(impl, num_envs, mode, num_actors, cycles, steps_per_cycle=pipeline.STEPS_PER_CYCLE, learner="step"):
+        calls.append((impl, num_envs, mode, num_actors, learner))
+        return 150.0 if mode == pipeline.PIPELINED else 100.0
+
+    monkeypatch.setattr(pipeline, "steps_per_second", fake_rate)
+    out = tmp_path / "pipeline.json"
+    assert cli.main(["bench", "--pipeline", "--num-envs", "4", "--repeats", "2", "--no-progress",
+                     "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    # two learners x two actor counts, each synchronous (on one actor) and pipelined, in two rounds
+    assert len(calls) == 2 * 2 * 2 * 2
+    assert {c[4] for c in calls} == set(pipeline.LEARNERS)
+    assert all(c[3] == 1 for c in calls if c[2] == pipeline.SYNCHRONOUS)
+    assert "1.50x" in text and "pipelined steps/s" in text
+    results = json.loads(out.read_text())["results"]
+    assert [r["ratios"] for r in results] == [[1.5, 1.5]] * 4
