@@ -79,3 +79,25 @@ def test_ppo_with_masks_beats_random_play_in_tetris_drop_mode():
     random_lines, random_pieces = random_legal_play()
     assert pieces.mean() > 1.3 * random_pieces.mean()
     assert lines.mean() > random_lines.mean() + 0.2
+
+
+@pytest.fixture
+def one_torch_thread():
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the test is the caller here; vecsim never sets it
+    yield torch
+    torch.set_num_threads(threads)
+
+
+def test_pipelined_torch_ppo_reaches_475_on_cartpole(one_torch_thread):
+    from vecsim.pipeline.agents.torch_ppo import TorchPPO
+
+    agent = TorchPPO.for_env(CARTPOLE, minibatches=16, lr=1e-3, seed=0)
+    params, opt_state = agent.init()
+    with Pipeline(CARTPOLE, 16, agent, params=params, opt_state=opt_state, steps_per_cycle=128, seed=0,
+                  fixed_lag=1) as loop:  # a fixed lag: the same run every time
+        metrics = loop.run(150)
+    returns, _ = evaluate(agent, loop.params, CARTPOLE, 32)
+    assert returns.mean() >= THRESHOLD, returns
+    assert metrics.episode_returns[metrics.episode_cycles < 10].mean() < 100  # it started from scratch
