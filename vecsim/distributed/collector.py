@@ -195,10 +195,11 @@ class RayEpisodeCollector:
         object-store round trip per step, for a policy that must stay in one place (a model on
         the driver's GPU). Either way rows are independent, so batches do not depend on it.
     timeout_s : float
-        The longest the collector waits for any answer of its actors: a run of jobs (the
-        construction included), or one step with ``policy_on="driver"``. When it passes, the
-        collector kills its actors, closes, and raises ``CollectorTimeout`` naming the
-        actors, their nodes and their jobs.
+        The longest the collector waits for any answer of its actors: a run of jobs, or one
+        step with ``policy_on="driver"``. When it passes, the collector kills its actors,
+        closes, and raises ``CollectorTimeout`` naming the actors, their nodes and their jobs.
+    start_timeout_s : float
+        The same for the actors' start (a process each, the game's kernels loaded or compiled).
     actor_options : dict, optional
         Passed to Ray's ``.options()`` for every actor; the defaults are ``num_cpus=1`` and
         ``scheduling_strategy="SPREAD"``.
@@ -214,8 +215,8 @@ class RayEpisodeCollector:
     """
 
     def __init__(self, env_id: str, num_workers: int, max_steps: int, policy, seed: int, *, num_actors: int = 2,
-                 policy_on: str = "actors", timeout_s: float = DEFAULT_TIMEOUT_S, actor_options: dict | None = None,
-                 **env_kwargs):
+                 policy_on: str = "actors", timeout_s: float = DEFAULT_TIMEOUT_S,
+                 start_timeout_s: float = DEFAULT_TIMEOUT_S, actor_options: dict | None = None, **env_kwargs):
         self._closed = True  # until construction succeeds: close() and __del__ stay safe
         self._actors: list = []
         for name, value, least in (("num_actors", num_actors, 1), ("num_workers", num_workers, None),
@@ -229,10 +230,11 @@ class RayEpisodeCollector:
         self.seed = check_seed(seed)
         if policy_on not in POLICY_PLACES:
             raise ValueError(f"policy_on must be one of {POLICY_PLACES}, but got policy_on={policy_on!r}")
-        if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float, np.integer, np.floating)):
-            raise TypeError(f"timeout_s must be a number of seconds, but got timeout_s={timeout_s!r}")
-        if not (math.isfinite(timeout_s) and timeout_s > 0):
-            raise ValueError(f"timeout_s must be a finite number > 0, but got timeout_s={timeout_s!r}")
+        for name, value in (("timeout_s", timeout_s), ("start_timeout_s", start_timeout_s)):
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{name} must be a number of seconds, but got {name}={value!r}")
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number > 0, but got {name}={value!r}")
         if actor_options is not None and not isinstance(actor_options, dict):
             raise TypeError(f"actor_options must be a dict or None, but got actor_options={actor_options!r}")
         if "prefetch" in env_kwargs:
@@ -243,6 +245,7 @@ class RayEpisodeCollector:
         self.max_steps = int(max_steps)
         self.policy_on = policy_on
         self.timeout_s = float(timeout_s)
+        self.start_timeout_s = float(start_timeout_s)
         self._policy_kind, shipped = self._ship_policy(policy, policy_on)
         self._policy = policy
         ray = self._ray = _import_ray()
@@ -254,13 +257,14 @@ class RayEpisodeCollector:
         self._alive = list(range(self.num_actors))
         self._closed = False
         refs = {a.where.remote(): (i, None) for i, a in enumerate(self._actors)}
-        self.nodes = [None] * self.num_actors
+        #: Ray node id and process id of each actor.
+        self.nodes, self.pids = [None] * self.num_actors, [None] * self.num_actors
         try:
-            ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=self.timeout_s)
+            ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=self.start_timeout_s)
             if len(ready) < len(refs):
-                self._time_out([refs[r] for r in refs if r not in ready], "start")
+                self._time_out([refs[r] for r in refs if r not in ready], "start", self.start_timeout_s)
             for ref, (i, _) in refs.items():
-                self.nodes[i] = ray.get(ref)[0]
+                self.nodes[i], self.pids[i] = ray.get(ref)
         except BaseException:
             self.close()
             raise
@@ -380,7 +384,7 @@ class RayEpisodeCollector:
                                f"were not collected")
         todo.extend(_runs(run[0], run[1], len(self._alive)))
 
-    def _time_out(self, waiting, what: str):
+    def _time_out(self, waiting, what: str, timeout_s: float | None = None):
         """Close and raise ``CollectorTimeout`` for ``(actor, run)`` pairs that did not answer."""
         lines = []
         for actor, run in waiting:
@@ -388,7 +392,8 @@ class RayEpisodeCollector:
             node = self.nodes[actor] if getattr(self, "nodes", None) and self.nodes[actor] else "not known yet"
             lines.append(f"actor {actor} (node {node}{jobs})")
         self.close()
-        raise CollectorTimeout(f"no answer within timeout_s={self.timeout_s} s to {what} from "
+        name = "timeout_s" if timeout_s is None else "start_timeout_s"
+        raise CollectorTimeout(f"no answer within {name}={timeout_s or self.timeout_s} s to {what} from "
                                f"{'; '.join(lines)}; the collector is closed")
 
     def _abandon(self) -> None:
