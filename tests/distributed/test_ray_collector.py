@@ -208,3 +208,12 @@ def test_bad_num_episodes_are_refused(num_episodes, error):
     with RayEpisodeCollector(CARTPOLE, 2, K, "random", SEED, num_actors=1, actor_options=SHARE) as collector:
         with pytest.raises(error, match="num_episodes"):
             collector.request_episodes(num_episodes)
+
+
+def test_the_benchmark_reports_both_collectors_and_the_model(capsys):
+    from vecsim.bench.distributed import main
+
+    assert main(["collect", "--batch", "8", "--rounds", "1", "--max-steps", "50", "--workers", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "single/Ray" in out and "steps/s (M=16)" in out
+    assert ray.is_initialized()  # the module's cluster is not the benchmark's to stop
