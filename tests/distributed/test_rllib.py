@@ -4,6 +4,9 @@ the single env's under the seeds RLlib gives."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -49,6 +52,15 @@ def test_a_runner_steps_one_vecsim_vector_env_and_plays_the_single_envs_episodes
             np.testing.assert_array_equal(obs, episode.get_observations(t + 1))
             assert reward == episode.get_rewards(t)
         assert episode.is_terminated == terminated and episode.is_truncated == truncated
+
+
+def test_the_vecsim_prefix_finds_the_ids_in_a_process_that_never_imported_vecsim():
+    code = ("import sys, gymnasium as gym; assert 'vecsim' not in sys.modules; "
+            "env = gym.make_vec('vecsim:vecsim/CartPole-v1', num_envs=3, vectorization_mode='vector_entry_point'); "
+            "print(type(env).__name__, env.num_envs)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["VecsimVectorEnv", "3"]
 
 
 @pytest.mark.slow
