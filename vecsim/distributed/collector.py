@@ -85,7 +85,7 @@ class SliceActor:
         return ray.get_runtime_context().get_node_id(), os.getpid()
 
     def collect(self, first_job: int, num_episodes: int) -> EpisodeBatch:
-        return self.collector.request_episodes(num_episodes, first_job=first_job)
+        return _played(self.collector.request_episodes(num_episodes, first_job=first_job))
 
     # -- a policy evaluated on the driver ----------------------------------------------------
     def _ask_driver(self, obs, masks):
@@ -101,7 +101,8 @@ class SliceActor:
         """Begin collecting a run; returns ``("obs", obs, masks)`` for the first step or ``("done", batch)``."""
         def run():
             try:
-                self._to_driver.put(("done", self.collector.request_episodes(num_episodes, first_job=first_job)))
+                self._to_driver.put(("done", _played(self.collector.request_episodes(num_episodes,
+                                                                                      first_job=first_job))))
             except BaseException as exc:  # handed to the driver by _reply
                 self._to_driver.put(("error", exc))
 
@@ -146,13 +147,38 @@ def _runs(first_job: int, n: int, parts: int) -> list[tuple[int, int]]:
     return runs
 
 
-def _join(runs: dict[int, EpisodeBatch]) -> EpisodeBatch:
-    """The runs' episodes in job order as one batch of owned, writable arrays."""
+#: The fields with a step axis (``[B, K, ...]``), whose steps past the longest episode are padding.
+STEP_FIELDS = ("observations", "actions", "rewards", "dones", "action_masks", "log_probs", "values")
+
+
+def _played(batch: EpisodeBatch) -> EpisodeBatch:
+    """``batch`` without the steps past its longest episode (padding: the driver puts it back),
+    so that only played steps are serialised."""
+    steps = int(batch.lengths.max())
+    return EpisodeBatch(**{name: (None if arr is None else np.ascontiguousarray(arr[:, :steps]) if name in STEP_FIELDS
+                                  else arr) for name, arr in ((n, getattr(batch, n)) for n in EpisodeBatch.__slots__)})
+
+
+def _join(runs: dict[int, EpisodeBatch], max_steps: int) -> EpisodeBatch:
+    """The runs' episodes in job order as one ``[B, max_steps, ...]`` batch of owned, writable
+    arrays, padded as ``EpisodeBatch`` says (zeros; ``dones`` True)."""
     parts = [runs[k] for k in sorted(runs)]
+    n = sum(len(p) for p in parts)
     fields = {}
     for name in EpisodeBatch.__slots__:
         arrays = [getattr(p, name) for p in parts]
-        fields[name] = None if arrays[0] is None else np.concatenate(arrays)
+        if arrays[0] is None:
+            fields[name] = None
+        elif name in STEP_FIELDS:
+            # np.zeros maps zeroed pages lazily: padding that is never written costs nothing.
+            full = (np.ones if name == "dones" else np.zeros)((n, max_steps, *arrays[0].shape[2:]), arrays[0].dtype)
+            row = 0
+            for arr in arrays:
+                full[row:row + len(arr), :arr.shape[1]] = arr
+                row += len(arr)
+            fields[name] = full
+        else:
+            fields[name] = np.concatenate(arrays)
     return EpisodeBatch(**fields)
 
 
@@ -322,7 +348,7 @@ class RayEpisodeCollector:
         else:
             runs = self._collect(first, n)
         self._next_job += n
-        return _join(runs)
+        return _join(runs, self.max_steps)
 
     def close(self) -> None:
         """Kill every actor (releasing its process and CPUs). Idempotent."""
