@@ -452,6 +452,23 @@ def test_bad_num_episodes(n, error):
             collector.stream(n)
 
 
+@pytest.mark.parametrize("first_job,error", [(-1, ValueError), (1.0, TypeError), ("2", TypeError)])
+def test_bad_first_job(first_job, error):
+    with EpisodeCollector(CARTPOLE, 2, 10, "random", 0) as collector:
+        with pytest.raises(error, match="first_job"):
+            collector.request_episodes(3, first_job=first_job)
+
+
+@pytest.mark.parametrize("policy", ["random", cartpole_policy], ids=["random", "callable"])
+def test_first_job_collects_those_jobs_and_later_requests_go_on_from_there(policy):
+    whole = collect(CARTPOLE, 3, 40, policy, 11, 12)
+    with EpisodeCollector(CARTPOLE, 2, 40, policy, 11) as collector:
+        middle = collector.request_episodes(5, first_job=4)
+        after = collector.request_episodes(3)
+    assert_same_batch(whole._rows(slice(4, 9)), middle)
+    assert_same_batch(whole._rows(slice(9, 12)), after)
+
+
 @pytest.mark.parametrize("kwargs,error,fragment", [
     (dict(max_steps=0), ValueError, "max_steps"),
     (dict(num_workers=0), ValueError, "num_workers"),

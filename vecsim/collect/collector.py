@@ -670,13 +670,17 @@ class EpisodeCollector:
                                    f"(a policy call still running?); the collector is closed")
 
     # -- public API ----------------------------------------------------------------------
-    def request_episodes(self, num_episodes: int) -> EpisodeBatch:
+    def request_episodes(self, num_episodes: int, *, first_job: int | None = None) -> EpisodeBatch:
         """Collect the next ``num_episodes`` jobs and return them in job order.
 
         Parameters
         ----------
         num_episodes : int
             ``B`` (>= 1).
+        first_job : int, optional
+            Collect jobs ``first_job .. first_job + B - 1`` (>= 0) instead of the next ones;
+            later requests go on from there. A distributed collector hands a slice of its
+            jobs to each of its collectors this way.
 
         Returns
         -------
@@ -696,6 +700,12 @@ class EpisodeCollector:
         """
         self._check_open()
         n = self._check_count(num_episodes)
+        if first_job is not None:
+            if not _is_int(first_job):
+                raise TypeError(f"first_job must be an int, but got first_job={first_job!r}")
+            if first_job < 0:
+                raise ValueError(f"first_job must be >= 0, but got first_job={first_job}")
+            self._next_job = int(first_job)
         pending = self._pending
         batch = None
         if pending is not None and pending.n == n and pending.first_job == self._next_job:
