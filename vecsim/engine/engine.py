@@ -122,7 +122,8 @@ def compiled_entry(dispatcher, *args):
     """The compiled function of the Numba ``dispatcher`` for the types of ``args``, which skips
     the dispatcher's typing of every argument on each call; the dispatcher itself where that
     signature is not compiled yet. Call it only with arguments of those same types."""
-    found = dispatcher.overloads.get(tuple(numba.typeof(a) for a in args))
+    overloads = getattr(dispatcher, "overloads", None)  # none where NUMBA_DISABLE_JIT left a plain function
+    found = None if overloads is None else overloads.get(tuple(numba.typeof(a) for a in args))
     return dispatcher if found is None else found.entry_point
 
 
