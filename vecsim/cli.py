@@ -478,6 +478,111 @@ def _print_variant_table(game_id: str, args, results: dict) -> None:
             print(peer.missing)
 
 
+def _command_peers(args, games: list[str]) -> list:
+    """The ``--peer-command`` peers, checked: ``SystemExit`` naming a bad spec, a second game or a
+    bad ``--peer-vs``."""
+    from vecsim.bench import command_peer
+
+    if not args.peer_command:
+        if args.peer_vs is not None:
+            raise SystemExit("vecsim bench: --peer-vs needs --peer-command")
+        return []
+    try:
+        peers = command_peer.parse_peer_commands(args.peer_command)
+    except ValueError as exc:
+        raise SystemExit(f"vecsim bench: --peer-command: {exc}") from None
+    if len(games) != 1:
+        raise SystemExit(f"vecsim bench: --peer-command times a peer beside one game; give exactly one in --games "
+                         f"(got {len(games)}: {', '.join(_short(g) for g in games)})")
+    choices = _peer_vs_choices(games[0])
+    if args.peer_vs is None:
+        args.peer_vs = choices[0]
+    elif args.peer_vs not in choices:
+        raise SystemExit(f"vecsim bench: --peer-vs must be one of {', '.join(choices)} for {_short(games[0])}, "
+                         f"but got --peer-vs {args.peer_vs}")
+    return peers
+
+
+def _peer_vs_choices(game_id: str) -> list[str]:
+    """The columns of a game's table that a command peer may be set against: its variants, or
+    vecsim's two step paths."""
+    return list(bench.bench_variants(game_id)) or ["step", "step_no_reset"]
+
+
+def _peer_vs_key(game_id: str, n: int, vs: str, precision: str):
+    """The results key of the vecsim cell that ``--peer-vs vs`` names."""
+    if bench.bench_variants(game_id):
+        return _variant_key(game_id, n, bench.variant_impl(vs))
+    return game_id, n, bench.VECSIM_STEP if vs == "step" else bench.VECSIM_NO_RESET, precision
+
+
+def _measure_rounds(game_id: str, cells: list, command_peers: list, n: int, args, progress: Progress,
+                    results: dict) -> None:
+    """Measure ``cells`` (``(results key, runner opener)`` at ``num_envs=n``) and the command
+    peers interleaved: ``args.repeats`` rounds, each timing every cell for ``seconds / repeats``
+    and running every peer once for as long; the best round counts. Machine load that drifts
+    during the run then weighs on vecsim and the peers alike."""
+    import numba
+
+    share = args.seconds / args.repeats
+    threads = numba.config.NUMBA_NUM_THREADS
+    runners = {}
+    try:
+        for key, opener in cells:
+            runners[key] = opener()
+            results[key] = None
+        for peer in command_peers:
+            results[_command_key(game_id, n, peer)] = None
+        for r in range(args.repeats):
+            for key, runner in runners.items():
+                if runner is None:
+                    continue
+                progress.show(f"{_short(game_id)} num_envs={n} {key[2]} (round {r + 1}/{args.repeats})")
+                rate = bench.steps_per_second(runner.step, n, share, repeats=1)
+                results[key] = max(results[key] or 0.0, rate)
+            for peer in command_peers:
+                progress.show(f"{_short(game_id)} num_envs={n} {peer.name} (round {r + 1}/{args.repeats})")
+                try:
+                    rate = peer.measure(n, threads, share)
+                except RuntimeError as exc:
+                    raise SystemExit(f"vecsim bench: {exc}") from None
+                k = _command_key(game_id, n, peer)
+                results[k] = max(results[k] or 0.0, rate)
+        for _ in cells:
+            progress.advance()
+    finally:
+        for runner in runners.values():
+            if runner is not None:
+                runner.close()
+
+
+def _command_key(game_id: str, n: int, peer):
+    """The results key of a command peer's cell."""
+    return game_id, n, peer.name, None
+
+
+def _print_command_peers(game_id: str, command_peers: list, args, results: dict, precision: str) -> None:
+    import numba
+
+    vs = args.peer_vs
+    header = ["game", "num_envs", f"vecsim {vs} steps/s"] + [f"{p.name} steps/s" for p in command_peers]
+    header += [f"x {vs} vs {p.name}" for p in command_peers]
+    rows = []
+    for n in args.num_envs:
+        ours = results.get(_peer_vs_key(game_id, n, vs, precision))
+        theirs = [results.get(_command_key(game_id, n, p)) for p in command_peers]
+        rows.append([_short(game_id), n, bench.format_rate(ours)] + [bench.format_rate(t) for t in theirs]
+                    + [f"{ours / t:.2f}x" if ours and t else "-" for t in theirs])
+    print(bench.format_table(header, rows))
+    on = "" if bench.bench_variants(game_id) else f" ({precision})"
+    print(f"\npeers run as commands, in {args.repeats} rounds interleaved with vecsim's cells at each num_envs "
+          f"(each round: every cell for {args.seconds / args.repeats:g} s, then every peer once for as long; the best "
+          f"round counts); {{threads}} = {numba.config.NUMBA_NUM_THREADS} (NUMBA_NUM_THREADS).")
+    for peer in command_peers:
+        print(f"{peer.name} = {peer.command}")
+    print(f"x {vs} vs NAME = vecsim {vs}{on} / NAME at the same num_envs.")
+
+
 def _operant_peer(python):
     """``peers.open_operant(python)``, its error as the command's."""
     from vecsim.bench import peers
@@ -615,6 +720,7 @@ def cmd_bench(args) -> int:
     by_variant = [g for g in games if bench.bench_variants(g)]
     games = [g for g in games if g not in by_variant]
     precisions = list(dict.fromkeys(args.precision))
+    command_peers = _command_peers(args, games + by_variant)
     with_envpool = peers.envpool_available()
     operant = _operant_peer(args.operant_python) if games else None
     baselines = ([bench.GYM_VECTOR, bench.GYM_SYNC] + ([bench.ENVPOOL] if with_envpool else [])
@@ -641,6 +747,16 @@ def cmd_bench(args) -> int:
         progress.advance()
     results = {}
     with _competing_load(args, progress):
+        if command_peers:  # one game: its cells at each num_envs in rounds with the peers
+            for n in args.num_envs:
+                cells = [((g, m, impl, p), (lambda impl=impl, g=g, m=m, p=p: bench.make_runner(impl, g, m, p)))
+                         for g, m, impl, p in tasks if m == n and impl != bench.OPERANT]
+                cells += [(_variant_key(g, m, impl), (lambda impl=impl, g=g, m=m: bench.make_variant_runner(impl, g, m)))
+                          for g, m, impl in variant_tasks if m == n]
+                _measure_rounds((games + by_variant)[0], cells, command_peers, n, args, progress, results)
+            done = set(results)
+            tasks = [t for t in tasks if t not in done]
+            variant_tasks = [t for t in variant_tasks if _variant_key(*t) not in done]
         try:
             for game_id, n, impl, precision in tasks:
                 progress.show(f"{_short(game_id)} num_envs={n} {impl}" + (f" {precision}" if precision else ""))
@@ -702,6 +818,9 @@ def cmd_bench(args) -> int:
         if games or k:
             print()
         _print_variant_table(game_id, args, results)
+    if command_peers:
+        print()
+        _print_command_peers((games + by_variant)[0], command_peers, args, results, precisions[0])
     print(_load_line(args))
     print(_machine_line())
     if args.json:
@@ -713,6 +832,11 @@ def cmd_bench(args) -> int:
             record[peer.record_key] = peer.versions()
         if operant:
             record["operant"] = dict(operant.versions, python_path=operant.python)
+        if command_peers:
+            import numba
+
+            record["peer_commands"] = {p.name: p.command for p in command_peers}
+            record["peer_threads"] = numba.config.NUMBA_NUM_THREADS
         with open(args.json, "w") as f:
             json.dump(record, f, indent=1)
         print(f"results written to {args.json}")
@@ -888,6 +1012,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --sb3: PPO training steps timed per env (default: %(default)s)")
     b.add_argument("--torch-threads", type=_positive_int,
                    help="with --sb3: torch.set_num_threads for the PPO runs (default: leave torch's setting alone)")
+    b.add_argument("--peer-command", action="append", metavar="NAME=COMMAND",
+                   help="also time another program beside one game's cells, in rounds interleaved with them, and "
+                        "print vecsim / NAME; COMMAND (split as a shell would, run without one) steps {num_envs} "
+                        "envs for about {seconds} s on at most {threads} threads and prints its steps/s as the first "
+                        "word of its last output line (see vecsim.bench.command_peer); repeatable")
+    b.add_argument("--peer-vs", metavar="COLUMN",
+                   help="the vecsim column the peers are set against: one of the game's BENCH_VARIANTS, or step / "
+                        "step_no_reset for a game timed per precision (default: the first)")
     b.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     b.set_defaults(func=cmd_bench)
 

@@ -58,6 +58,7 @@ from vecsim.games.tetris.rules import (
 # the names are looked up when the kernels compile, after both modules finished importing.
 import vecsim.planners.tetris as _planner  # noqa: E402
 from vecsim.core import buffers as placed
+from vecsim.core.cells import put_cells
 from vecsim.core.contract import KernelHints, discrete_ok, named_choices, param
 from vecsim.core.jit import exact
 
@@ -71,12 +72,11 @@ PHYSICAL_STATE = ()  # no Gymnasium reference state vector
 # Runs of 16 envs a call: the State's many arrays are passed once a run rather than once an env.
 KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16)
 
-#: (1024, 10) uint8: the cells (0/1) of every row bitmask, for writing the board observation.
-ROW_CELLS = ((np.arange(1 << W)[:, None] >> np.arange(W)) & 1).astype(np.uint8)
-
 PRIMITIVE, DROP, REACH = 0, 1, 2
 ACTION_MODES = ("primitive", "drop", "reach")
 N_PRIMITIVE = 8
+#: The primitive inputs legal in every state, as mask bits: all but hold.
+PRIMITIVE_MOVES = ((1 << N_PRIMITIVE) - 1) & ~(1 << _planner.HOLD)
 N_DROP = 40
 SCRATCH_COLS = 96  # int64 words of State.scratch_cols per env
 CHOICES = {
@@ -350,9 +350,7 @@ def write_obs(s, p, i, obs):
     obs[i, 3] = s.x[i]
     o = 4
     for y in range(H):
-        bits = np.int64(s.rows[i, y])
-        for c in range(W):
-            obs[i, o + c] = ROW_CELLS[bits, c]
+        put_cells(obs, i, o, np.int64(s.rows[i, y]), W)
         o += W
     for k in range(N_FEATURES):
         obs[i, o + k] = min(np.int64(s.feat[i, k]), 255)
@@ -370,9 +368,7 @@ def _drop_half(s, i, masks, base, t, ok):
     each rotation's ten columns from one ``drop_columns`` bitmask."""
     for r in range(4):
         a0 = base + r * W
-        legal = drop_columns(s.rows, i, t, r) if ok else 0
-        for x in range(W):
-            masks[i, a0 + x] = (legal >> x) & 1 != 0
+        put_cells(masks, i, a0, drop_columns(s.rows, i, t, r) if ok else 0, W)
 
 
 @exact(inline="always")
@@ -406,9 +402,8 @@ def _reach_mask(s, p, i, masks, hold_ok):
 def _placement_free_mask(s, p, i, masks, mode):
     """The mask of primitive (``mode == PRIMITIVE``) or drop mode."""
     if mode == PRIMITIVE:
-        for k in range(N_PRIMITIVE - 1):
-            masks[i, k] = True
-        masks[i, _planner.HOLD] = _can_hold(s, p, i)
+        hold = np.int64(1) << _planner.HOLD
+        put_cells(masks, i, 0, PRIMITIVE_MOVES | (hold if _can_hold(s, p, i) else 0), N_PRIMITIVE)
     else:
         _drop_mask(s, p, i, masks, _can_hold(s, p, i))
 

@@ -12,6 +12,7 @@ import os
 import pathlib
 import sys
 
+import numba
 import numpy as np
 from gymnasium import spaces
 
@@ -115,6 +116,15 @@ class FinishedEnvError(ValueError):
     def __init__(self, env: int, terminated: bool, truncated: bool, remedy: str):
         self.env, self.terminated, self.truncated = env, terminated, truncated
         super().__init__(f"env {env} finished its episode (terminated={terminated}, truncated={truncated}); {remedy}")
+
+
+def compiled_entry(dispatcher, *args):
+    """The compiled function of the Numba ``dispatcher`` for the types of ``args``, which skips
+    the dispatcher's typing of every argument on each call; the dispatcher itself where that
+    signature is not compiled yet. Call it only with arguments of those same types."""
+    overloads = getattr(dispatcher, "overloads", None)  # none where NUMBA_DISABLE_JIT left a plain function
+    found = None if overloads is None else overloads.get(tuple(numba.typeof(a) for a in args))
+    return dispatcher if found is None else found.entry_point
 
 
 def _is_int(value) -> bool:
@@ -416,6 +426,7 @@ class Engine:
         suffix = "parallel" if self.parallel else "serial"
         self._step_kernel = getattr(kernels, f"step_{suffix}")
         self._reset_kernel = getattr(kernels, f"reset_{suffix}")
+        self._step_entry = self._sparse_reset_entry = None
         # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
         # kernel skips empty words without the cost of starting threads. A parallel engine
         # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more, times the threading
@@ -442,7 +453,23 @@ class Engine:
             start_thread_pool()
         self._step_kernel = kernels.step_parallel if flag else kernels.step_serial
         self._reset_kernel = kernels.reset_parallel if flag else kernels.reset_serial
+        self._step_entry = None
         self._min_parallel_resets = self._parallel_resets if flag else sys.maxsize
+
+    def _bind_step(self):
+        """The step kernel's compiled function for the engine's own argument types, once
+        compiled (until then the dispatcher, which compiles it on its first call)."""
+        entry = compiled_entry(self._step_kernel, NEXT_STEP, self._max_steps, self._act_buf, self._step_table)
+        if entry is not self._step_kernel:
+            self._step_entry = entry
+        return entry
+
+    def _bind_sparse_reset(self, words: np.ndarray):
+        """``_bind_step`` for the serial reset kernel, called with a packed mask's ``words``."""
+        entry = compiled_entry(self._reset_sparse_kernel, words, 0, 0, self._reset_table)
+        if entry is not self._reset_sparse_kernel:
+            self._sparse_reset_entry = entry
+        return entry
 
     def _timed_step(self, mode: int, acts: np.ndarray, table: np.ndarray):
         """The step kernel's call, timed for ``kernel_chooser``."""
@@ -514,8 +541,10 @@ class Engine:
 
     def coerce_actions(self, actions) -> np.ndarray:
         """Check ``actions`` and return them as the kernel's array (no copy when they already are)."""
-        if (type(actions) is np.ndarray and actions.dtype == self._act_dtype
-                and actions.shape == self._act_shape and actions.flags.c_contiguous):
+        # What the kernel's compiled signature takes (carray: C-contiguous, aligned, writeable);
+        # anything else is checked and copied into the engine's own action array.
+        if (type(actions) is np.ndarray and actions.dtype == self._act_dtype and actions.shape == self._act_shape
+                and actions.flags.carray):
             return actions
         try:
             arr = np.asarray(actions)
@@ -659,7 +688,7 @@ class Engine:
             if self.parallel and result.num_done >= self._min_parallel_resets:
                 self._reset_kernel(mask.words, 0, 0, self._reset_table)  # the engine's own words
             else:
-                self._reset_sparse_kernel(mask.words, 0, 0, self._reset_table)
+                (self._sparse_reset_entry or self._bind_sparse_reset(mask.words))(mask.words, 0, 0, self._reset_table)
             return self.obs
         self.check_open()
         words = self._words_of(mask)
@@ -711,12 +740,13 @@ class Engine:
         if self._closed or not self._has_reset:
             self.check_open()
             self.check_started()
-        acts = self.coerce_actions(actions)
+        acts = (actions if type(actions) is np.ndarray and actions.dtype == self._act_dtype
+                and actions.shape == self._act_shape and actions.flags.carray else self.coerce_actions(actions))
         result = self.result
         result.done_mask = None  # until the kernel has filled the mask again
         result.num_done = -1
         if self.kernel_chooser is None:
-            status, index = self._step_kernel(NO_RESET, self._max_steps, acts, self._step_table)
+            status, index = (self._step_entry or self._bind_step())(NO_RESET, self._max_steps, acts, self._step_table)
         else:
             status, index = self._timed_step(NO_RESET, acts, self._step_table)
         if status:
@@ -731,12 +761,16 @@ class Engine:
 
         Returns views ``(obs, rewards, terminals, truncations)`` overwritten by the next call.
         """
-        self.check_open()
-        self.check_started()
-        acts = self.coerce_actions(actions)
-        self._forget_done()
+        if self._closed or not self._has_reset:
+            self.check_open()
+            self.check_started()
+        acts = (actions if type(actions) is np.ndarray and actions.dtype == self._act_dtype
+                and actions.shape == self._act_shape and actions.flags.carray else self.coerce_actions(actions))
+        result = self.result  # _forget_done, inlined
+        result.done_mask = None
+        result.num_done = -1
         if self.kernel_chooser is None:
-            status, index = self._step_kernel(NEXT_STEP, self._max_steps, acts, self._step_table)
+            status, index = (self._step_entry or self._bind_step())(NEXT_STEP, self._max_steps, acts, self._step_table)
         else:
             status, index = self._timed_step(NEXT_STEP, acts, self._step_table)
         if status:
@@ -758,9 +792,11 @@ class Engine:
     def step_mode_coerced(self, mode: int, acts: np.ndarray) -> None:
         """``step_mode`` on actions that ``coerce_actions`` returned: for front ends that have
         checked the actions and the engine's state themselves (once, in their own words)."""
-        self._forget_done()
+        result = self.result  # _forget_done, inlined
+        result.done_mask = None
+        result.num_done = -1
         if self.kernel_chooser is None:
-            status, index = self._step_kernel(mode, self._max_steps, acts, self._step_table)
+            status, index = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, self._step_table)
         else:
             status, index = self._timed_step(mode, acts, self._step_table)
         if status:

@@ -227,9 +227,10 @@ class VecsimVectorEnv(VectorEnv):
 
     def step(self, actions):
         """Step every sub-environment; returns ``(obs, rewards, terminations, truncations, info)``."""
-        self._check_open()
         eng = self.engine
-        eng.check_started()
+        if self.closed or not eng.has_reset:
+            self._check_open()
+            eng.check_started()
         if self._fresh and self.copy:
             # The kernel writes the returned arrays themselves: no copies (see Engine.step_mode_fresh).
             obs, rewards, terminals, truncations = eng.step_mode_fresh(self._kernel_mode, actions)

@@ -1,0 +1,50 @@
+"""``put_cells``: a bit row written as one byte per cell, with whole-word stores where the
+output allows them, the same bytes as a loop over the cells in every case."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from vecsim.core.cells import SPREAD, put_cells
+
+
+@numba.njit
+def put_rows(out, rows, starts, n):
+    for i in range(rows.shape[0]):
+        put_cells(out, i, starts[i], rows[i], n)
+
+
+def naive(shape, dtype, order, rows, starts, n, fill):
+    out = np.full(shape, fill, dtype=dtype, order=order)
+    for i, (bits, start) in enumerate(zip(rows, starts)):
+        for c in range(n):
+            out[i, start + c] = (int(bits) >> c) & 1
+    return out
+
+
+def test_spread_puts_bit_c_in_byte_c():
+    for b in (0, 1, 0x80, 0xA5, 0xFF):
+        assert list(SPREAD[b].tobytes()) == [(b >> c) & 1 for c in range(8)]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.bool_])
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("n", [1, 7, 8, 10, 16, 17, 40, 63])
+def test_put_cells_writes_the_cells_and_nothing_else(dtype, order, n):
+    rng = np.random.default_rng(n)
+    rows = rng.integers(0, 1 << 62, 9, dtype=np.int64) | (rng.integers(0, 2, 9, dtype=np.int64) << 62)
+    starts = rng.integers(0, 11, 9)  # unaligned offsets into each row
+    shape = (9, 80)
+    fill = True if dtype is np.bool_ else 7  # bytes outside the cells must keep it
+    out = np.full(shape, fill, dtype=dtype, order=order)
+    put_rows(out, rows, starts, n)
+    assert np.array_equal(out, naive(shape, dtype, order, rows, starts, n, fill))
+
+
+def test_put_cells_from_python_is_the_same_loop():
+    out = np.zeros((2, 12), np.uint8)
+    put_cells(out, 1, 2, 0b1000000101, 10)
+    assert out[1].tolist() == [0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1]
+    assert not out[0].any()

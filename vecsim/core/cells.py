@@ -1,0 +1,83 @@
+"""Bitboard rows written as one byte per cell, with whole 64-bit stores.
+
+A grid game keeps its board as bit rows and presents it as a byte per cell (observations,
+action masks). Written one byte at a time from a table, that unpacking is most of the cost
+of an observation; ``put_cells`` writes eight cells per unaligned 64-bit store instead (the
+eight bytes of a row's byte come from ``SPREAD``), with no branch per cell. It needs the
+output to be a C-contiguous 2-D array of one-byte items (uint8, int8 or bool), which is what
+the engine hands a game's ``write_obs`` and ``write_mask`` unless the caller supplied a
+column-major observation buffer; any other array gets a plain loop with the same result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic, overload
+
+#: ``SPREAD[b]``: the eight bits of ``b`` as eight bytes of 0 or 1, bit ``c`` in byte ``c``
+#: of the little-endian word.
+SPREAD = np.array([int.from_bytes(bytes((b >> c) & 1 for c in range(8)), "little") for b in range(256)],
+                  dtype=np.uint64)
+
+
+def _word_storable(out) -> bool:
+    """Whether Numba type ``out`` is a C-contiguous 2-D array of one-byte items."""
+    if not (isinstance(out, types.Array) and out.ndim == 2 and out.layout == "C"):
+        return False
+    return isinstance(out.dtype, types.Boolean) or (isinstance(out.dtype, types.Integer) and out.dtype.bitwidth == 8)
+
+
+@intrinsic
+def _store_word(typingctx, out, i, j, word):
+    """Store the uint64 ``word`` at ``&out[i, j]``, unaligned (its bytes in ``out[i, j:j + 8]``)."""
+    if not (_word_storable(out) and isinstance(i, types.Integer) and isinstance(j, types.Integer)
+            and isinstance(word, types.Integer)):
+        return None
+    sig = types.void(out, i, j, word)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        index = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:3], signature.args[1:3])]
+        ptr = cgutils.get_item_pointer2(context, builder, ary.data, cgutils.unpack_tuple(builder, ary.shape, 2),
+                                        cgutils.unpack_tuple(builder, ary.strides, 2), "C", index)
+        value = context.cast(builder, args[3], signature.args[3], types.uint64)
+        builder.store(value, builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def put_cells(out, i, start, bits, n):
+    """``out[i, start + c] = (bits >> c) & 1`` for ``c < n`` (``n <= 63``).
+
+    ``out``: (rows, cols) array of uint8, int8 or bool; ``bits``: int64 row. Compiled inline
+    in Numba (whole-word stores where ``out`` is C-contiguous); from Python, a plain loop.
+    """
+    for c in range(n):
+        out[i, start + c] = (bits >> c) & 1
+
+
+@overload(put_cells)
+def _put_cells(out, i, start, bits, n):
+    if _word_storable(out):
+        def put_words(out, i, start, bits, n):
+            c = 0
+            while c + 8 <= n:
+                _store_word(out, i, start + c, SPREAD[(bits >> c) & 255])
+                c += 8
+            if c < n:
+                if n >= 8:  # one more word ending at the last cell: it rewrites cells already written, unchanged
+                    _store_word(out, i, start + n - 8, SPREAD[(bits >> (n - 8)) & 255])
+                else:
+                    for k in range(n):
+                        out[i, start + k] = ((bits >> k) & 1) != 0
+
+        return put_words
+
+    def put_bytes(out, i, start, bits, n):
+        for k in range(n):
+            out[i, start + k] = ((bits >> k) & 1) != 0
+
+    return put_bytes
