@@ -88,17 +88,33 @@ def pill_colors(pill):
     return pill // 3, pill % 3
 
 
+@exact(inline="always")
+def free(board, i, index, o1, o2):
+    """Cell ``index`` (wrapped) is exactly empty and is neither ``o1`` nor ``o2``."""
+    k = index & 255
+    return k != o1 and k != o2 and cell(board, i, k) == EMPTY
+
+
 @exact
-def fits(board, i, x, y, rot):
-    """The ROM's fit test of the falling pill with anchor (x, y from the bottom, rot)."""
+def fits(board, i, x, y, rot, o1=-1, o2=-1):
+    """The ROM's fit test of the falling pill with anchor (x, y from the bottom, rot); cells
+    ``o1`` and ``o2`` count as occupied (the just-locked pill, not yet on ``board``)."""
     a = (15 - y) * 8 + x
     if rot & 1:
         if y < 0:
             return False
-        return cell(board, i, a - 8) == EMPTY and cell(board, i, a) == EMPTY
+        return free(board, i, a - 8, o1, o2) and free(board, i, a, o1, o2)
     if x < 0 or x > 6:
         return False
-    return cell(board, i, a) == EMPTY and cell(board, i, a + 1) == EMPTY
+    return free(board, i, a, o1, o2) and free(board, i, a + 1, o1, o2)
+
+
+@exact(inline="always")
+def pill_cells(x, y, rot):
+    """The two bottle indices a pill covers, -1 for a half above the bottle."""
+    a = (15 - y) * 8 + x
+    b = a - 8 if rot & 1 else a + 1
+    return (a if 0 <= a < 128 else -1), (b if 0 <= b < 128 else -1)
 
 
 @exact
@@ -134,74 +150,91 @@ def lock(s, i):
 
 
 @exact
-def falling_pass(s, i, pressed, held):
-    """§5: the Y stage, then the X stage, then the rotate stage."""
-    board = s.board
+def pill_frame(board, i, x, y, rot, sc, hv, fc, held_prev, held, threshold):
+    """One falling-pill pass (§5) on pill control state ``(x, y, rot, sc, hv)`` with frame
+    counter ``fc`` (as this pass sees it), last frame's controller ``held_prev``, this frame's
+    ``held`` and gravity threshold T. Returns ``(x, y, rot, sc, hv, locked)``; when locked, the
+    pill locked at the pose it had before the X and rotate stages, which still ran."""
+    pressed = held & ~held_prev & 0xFF
+    locked = False
     # Y stage: soft drop on odd frames with Down the only d-pad bit, else gravity.
     drop = False
-    if (s.fc[i] & 1) == 1 and (held & 15) == BTN_DOWN:
+    if (fc & 1) == 1 and (held & 15) == BTN_DOWN:
         drop = True
     else:
-        s.speed_counter[i] += 1
-        if s.speed_counter[i] > gravity_threshold(s, i):
+        sc += 1
+        if sc > threshold:
             drop = True
+    o1 = o2 = -1
     if drop:
-        s.speed_counter[i] = 0
-        if s.y[i] == 0 or not fits(board, i, s.x[i], s.y[i] - 1, s.rot[i]):
-            lock(s, i)
+        sc = 0
+        if y == 0 or not fits(board, i, x, y - 1, rot):
+            locked = True
+            o1, o2 = pill_cells(x, y, rot)  # the later stages see the pill written
         else:
-            s.y[i] -= 1
-    # X stage: DAS charge in hor_velocity; walls skip silently, pills set the charge to 15.
+            y -= 1
+    # X stage: DAS charge in hv; walls skip silently, bottle contents set the charge to 15.
     move = False
     if pressed & (BTN_LEFT | BTN_RIGHT):
-        s.hor_velocity[i] = 0
+        hv = 0
         move = True
     elif held & (BTN_LEFT | BTN_RIGHT):
-        s.hor_velocity[i] += 1
-        if s.hor_velocity[i] >= 16:
-            s.hor_velocity[i] = 10
+        hv += 1
+        if hv >= 16:
+            hv = 10
             move = True
     if move:
-        if held & BTN_RIGHT:
-            if s.x[i] != 6 + (s.rot[i] & 1):
-                if fits(board, i, s.x[i] + 1, s.y[i], s.rot[i]):
-                    s.x[i] += 1
-                else:
-                    s.hor_velocity[i] = 15
-        if held & BTN_LEFT:
-            if s.x[i] != 0:
-                if fits(board, i, s.x[i] - 1, s.y[i], s.rot[i]):
-                    s.x[i] -= 1
-                else:
-                    s.hor_velocity[i] = 15
+        if (held & BTN_RIGHT) and x != 6 + (rot & 1):
+            if fits(board, i, x + 1, y, rot, o1, o2):
+                x += 1
+            else:
+                hv = 15
+        if (held & BTN_LEFT) and x != 0:
+            if fits(board, i, x - 1, y, rot, o1, o2):
+                x -= 1
+            else:
+                hv = 15
     # Rotate stage: edge-triggered A (rot - 1) then B (rot + 1); a reject restores both.
     if pressed & (BTN_A | BTN_B):
-        save_rot, save_x = s.rot[i], s.x[i]
+        save_rot, save_x = rot, x
         if pressed & BTN_A:
-            s.rot[i] = (s.rot[i] - 1) & 3
-            if not rotate_ok(s, i, held):
-                s.rot[i], s.x[i] = save_rot, save_x
+            ok, x = rotate_to(board, i, x, y, (rot - 1) & 3, held, o1, o2)
+            rot = (rot - 1) & 3 if ok else save_rot
+            if not ok:
+                x = save_x
         if pressed & BTN_B:
-            s.rot[i] = (s.rot[i] + 1) & 3
-            if not rotate_ok(s, i, held):
-                s.rot[i], s.x[i] = save_rot, save_x
+            ok, x = rotate_to(board, i, x, y, (rot + 1) & 3, held, o1, o2)
+            rot = (rot + 1) & 3 if ok else save_rot
+            if not ok:
+                x = save_x
+    return x, y, rot, sc, hv, locked
 
 
 @exact
-def rotate_ok(s, i, held):
-    """The ROM's rotation validation: extra left, then the left kick; moves ``s.x[i]``."""
-    board = s.board
-    x, y, rot = s.x[i], s.y[i], s.rot[i]
+def rotate_to(board, i, x, y, rot, held, o1, o2):
+    """The ROM's rotation validation into ``rot``: extra left, then the left kick.
+    Returns ``(ok, x)``."""
     if rot & 1:
-        return fits(board, i, x, y, rot)
-    if fits(board, i, x, y, rot):
-        if (held & BTN_LEFT) and fits(board, i, x - 1, y, rot):
-            s.x[i] = x - 1
-        return True
-    if fits(board, i, x - 1, y, rot):
-        s.x[i] = x - 1
-        return True
-    return False
+        return fits(board, i, x, y, rot, o1, o2), x
+    if fits(board, i, x, y, rot, o1, o2):
+        if (held & BTN_LEFT) and fits(board, i, x - 1, y, rot, o1, o2):
+            return True, x - 1
+        return True, x
+    if fits(board, i, x - 1, y, rot, o1, o2):
+        return True, x - 1
+    return False, x
+
+
+@exact
+def falling_pass(s, i, held_prev, held):
+    """§5 on env ``i``: the pill's pass; a lock writes the pill at its pre-move pose."""
+    y0, x0, rot0 = s.y[i], s.x[i], s.rot[i]
+    x, y, rot, sc, hv, locked = pill_frame(s.board, i, x0, y0, rot0, s.speed_counter[i], s.hor_velocity[i],
+                                           s.fc[i], held_prev, held, gravity_threshold(s, i))
+    if locked:
+        s.x[i], s.y[i], s.rot[i] = x0, y0, rot0
+        lock(s, i)
+    s.x[i], s.y[i], s.rot[i], s.speed_counter[i], s.hor_velocity[i] = x, y, rot, sc, hv
 
 
 @exact
@@ -400,14 +433,14 @@ def frame(s, i, buttons):
     if s.status[i] != 0xFF:
         s.status[i] = (s.status[i] - 1) & 0xFF
     s.fc[i] = (s.fc[i] + 1) & 0xFF
-    pressed = buttons & ~s.held[i] & 0xFF
+    held_prev = s.held[i]
     s.held[i] = buttons
     if s.outcome[i] != PLAYING:
         return
     s.frame_count[i] += 1
     action = s.next_action[i]
     if action == FALLING:
-        falling_pass(s, i, pressed, buttons)
+        falling_pass(s, i, held_prev, buttons)
     elif action == PLACED:
         placed_pass(s, i)
     elif action == CHECK_ATTACK:
