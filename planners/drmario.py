@@ -28,7 +28,7 @@ import numpy as np
 
 from vecsim.core.jit import exact
 from vecsim.games.drmario import BUTTONS, rules
-from vecsim.games.drmario.tables import BASE_SPEED, BTN_A, BTN_B, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
+from vecsim.games.drmario.tables import BASE_SPEED, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
 
 N_ACTIONS = 512
 UNREACHABLE = 0xFFFF

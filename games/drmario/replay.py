@@ -2,12 +2,11 @@
 stepping many rows with their own buttons, copying rows, and the attract-demo start."""
 
 import numpy as np
-from numba import prange
 
 from vecsim.core.jit import exact
 from vecsim.games.drmario import rules
 from vecsim.games.drmario.state import State, allocate
-from vecsim.games.drmario.tables import EMPTY, VIRUS
+from vecsim.games.drmario.tables import VIRUS
 
 #: LFSR state whose reserve is the ROM's demo pill table.
 DEMO_PILLS_SEED = 0x4204
@@ -43,5 +42,4 @@ def demo_start(board: np.ndarray, n: int = 1) -> State:
     s.fc[:] = 135
     s.virus_left[:] = np.sum((s.board & 0xF0) == VIRUS, axis=1)
     s.lock_x[:] = s.lock_y[:] = s.lock_rot[:] = -1
-    assert EMPTY == 0xFF
     return s
