@@ -139,7 +139,7 @@ def gravity_threshold(s, i):
     return SPEED_TABLE[BASE_SPEED[s.speed[i]] + s.speed_ups[i]]
 
 
-@exact
+@exact(inline="always")
 def lock(s, i):
     write_pill(s.board, i, s.x[i], s.y[i], s.rot[i], s.falling[i])
     s.status[i] = 15 - s.y[i]
@@ -225,7 +225,7 @@ def rotate_to(board, i, x, y, rot, held, o1, o2):
     return False, x
 
 
-@exact
+@exact(inline="always")
 def falling_pass(s, i, held_prev, held):
     """§5 on env ``i``: the pill's pass; a lock writes the pill at its pre-move pose."""
     y0, x0, rot0 = s.y[i], s.x[i], s.rot[i]
@@ -396,7 +396,7 @@ def placed_pass(s, i):
         s.next_action[i] = CHECK_ATTACK
 
 
-@exact
+@exact(inline="always")
 def next_pill(s, i):
     """``generateNextPill``: next becomes falling, the reserve feeds next."""
     s.falling[i] = s.next_pill[i]
@@ -404,7 +404,7 @@ def next_pill(s, i):
     s.reserve_index[i] = (s.reserve_index[i] + 1) & 127
 
 
-@exact
+@exact(inline="always")
 def throw_pass(s, i):
     """One pass of the throw animation (§6.7); the last one spawns the next pill."""
     if s.speed[i] == 0 and (s.fc[i] & 1) == 0:
@@ -426,7 +426,7 @@ def throw_pass(s, i):
     s.next_action[i] = SEND_FINISHED
 
 
-@exact
+@exact(inline="always")
 def frame(s, i, buttons):
     """One NTSC frame of env ``i`` with controller byte ``buttons`` (bit0 Right, bit1 Left,
     bit2 Down, bit3 Up, bit6 B, bit7 A). Nothing runs once the game is over."""
