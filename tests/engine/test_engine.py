@@ -24,7 +24,8 @@ from conftest import FIXED_START, first_legal_actions, lenient, start_of
 DYNAMIC_PARAM = {"CartPole": "force_mag", "MountainCar": "force", "MountainCarContinuous": "power",
                  "Pendulum": "g", "Acrobot": "g"}
 #: Games whose constants are choices, not magnitudes: (parameter, the other value to try).
-CHOICE_PARAM = {"Tetris": ("scoring", 0.0), "Blokus": ("opponent", 1.0), "BlokusDuo": ("opponent", 1.0)}
+CHOICE_PARAM = {"Tetris": ("scoring", 0.0), "Blokus": ("opponent", 1.0), "BlokusDuo": ("opponent", 1.0),
+                "DrMario": ("speed", 2.0)}
 
 
 def _flat_dtype(space):

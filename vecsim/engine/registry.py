@@ -25,6 +25,7 @@ BUILTIN = {
     "Tetris-v0": ("vecsim.games.tetris", None, None),
     "Blokus-v0": ("vecsim.games.blokus.classic", None, None),
     "BlokusDuo-v0": ("vecsim.games.blokus.duo", None, None),
+    "DrMario-v0": ("vecsim.games.drmario", None, None),
 }
 
 #: Every game: id -> (module name, max_episode_steps, reward_threshold).

@@ -1,0 +1,104 @@
+"""Dr. Mario per-frame speed: frames/s of the per-frame kernel and of the vecsim engine.
+
+    python -m vecsim.games.drmario.bench [--num-envs 4096] [--seconds 3] [--level 10] [--speed 1]
+
+Three figures on the same batch (level, speed, random frame-mode inputs drawn once per
+frame from a fixed table, games restarted when over):
+
+* ``kernel``: ``rules.frame`` over every env in a serial ``@njit`` loop (one thread);
+* ``kernel parallel``: the same loop with ``prange`` on Numba's threads;
+* ``engine``: ``vecsim.make("vecsim/DrMario-v0", num_envs=N).step`` (autoreset, observations,
+  events and info), the path a learner uses.
+
+The planner is timed per decision on the same levels (``planner``): one exact search from
+each decision point of a random game.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from numba import njit, prange
+
+from vecsim.games.drmario import BUTTONS, rules
+from vecsim.games.drmario.state import allocate
+
+
+def _loop(parallel: bool):
+    @njit(parallel=parallel, cache=False)
+    def run(s, inputs, rounds, level, speed):
+        n = s.x.shape[0]
+        for r in range(rounds):
+            for i in prange(n):
+                if s.outcome[i] != rules.PLAYING:
+                    rules.start_level(s, i, level, speed, 0x8988 + i, 0)
+                rules.frame(s, i, inputs[(i * 7 + r) % inputs.shape[0]])
+    return run
+
+
+def _time(fn, seconds: float) -> float:
+    """Calls per second of ``fn()`` over about ``seconds`` (after one warm-up call)."""
+    fn()
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        fn()
+        n += 1
+    return n / (time.perf_counter() - start)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--num-envs", type=int, default=4096)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--level", type=int, default=10)
+    ap.add_argument("--speed", type=int, default=1, choices=(0, 1, 2))
+    ap.add_argument("--planner-decisions", type=int, default=20)
+    args = ap.parse_args(argv)
+    if args.num_envs < 1 or args.seconds <= 0 or not 0 <= args.level <= 24:
+        raise ValueError(f"need --num-envs >= 1, --seconds > 0, --level in [0, 24], got {vars(args)}")
+    n, rounds = args.num_envs, 16
+    rng = np.random.default_rng(0)
+    inputs = BUTTONS[rng.integers(0, len(BUTTONS), size=4099)]
+    for name, parallel in (("kernel", False), ("kernel parallel", True)):
+        s = allocate(n)
+        for i in range(n):
+            rules.start_level(s, i, args.level, args.speed, 0x8988 + i, 0)
+        run = _loop(parallel)
+        rate = _time(lambda: run(s, inputs, rounds, args.level, args.speed), args.seconds) * n * rounds
+        print(f"{name:16s} {rate:12.4g} frames/s  (num_envs={n})")
+
+    import vecsim
+    engine = vecsim.make("vecsim/DrMario-v0", num_envs=n, level=args.level, speed=args.speed)
+    engine.reset(seed=0)
+    actions = rng.integers(0, len(BUTTONS), size=(64, n))
+    k = [0]
+
+    def step():
+        engine.step(actions[k[0] % 64])
+        k[0] += 1
+    print(f"{'engine':16s} {_time(step, args.seconds) * n:12.4g} frames/s  (num_envs={n})")
+
+    from vecsim.planners import drmario as planner_mod
+    from vecsim.games.drmario.replay import frames
+    planner = planner_mod.Planner()
+    s = allocate(1)
+    rules.start_level(s, 0, args.level, args.speed, 0x8988, 0)
+    spent, decisions = 0.0, 0
+    while decisions < args.planner_decisions and s.outcome[0] == rules.PLAYING:
+        if s.next_action[0] != rules.FALLING:
+            frames(s, np.zeros(1, np.int64))
+            continue
+        t = time.perf_counter()
+        plan = planner_mod.plan(s, 0, planner)
+        spent += time.perf_counter() - t
+        decisions += 1
+        for b in planner_mod.script(plan, rng.choice(np.flatnonzero(plan.feasible_mask))):
+            frames(s, np.array([b], np.int64))
+    print(f"{'planner':16s} {decisions / spent:12.4g} decisions/s (one env, {decisions} decisions, "
+          f"{len(plan.parent)} search nodes in the last)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""Frame-exact placement planner for Dr. Mario (``vecsim.games.drmario``).
+
+From a decision point (the falling pill just spawned and controllable on the next frame) a
+breadth-first search over the pill's whole control state runs every frame with each of the
+16 frame-mode controller bytes (``vecsim.games.drmario.BUTTONS``) through the game's own
+falling-pill pass (``rules.pill_frame``). A search node is
+
+    (x, y, rotation, gravity counter, sideways charge, last frame's Left/Right/A/B bits,
+     frame-counter parity)
+
+so two input histories merge only when every later frame plays out the same. The first time
+the search locks a pose is its fewest frames to lock.
+
+Placements are encoded as ``action = o * 128 + row * 8 + col`` (512 actions): ``(row, col)``
+is the cell of the pill's **1st-color half** (row 0 at the top) and ``o`` where the 2nd-color
+half sits: 0 right, 1 below, 2 left, 3 above. A lock pose (x, y counted from the bottom,
+rotation r) maps to: r 0 -> (0, 15 - y, x); r 1 -> (3, 15 - y, x); r 2 -> (2, 15 - y, x + 1);
+r 3 -> (1, 14 - y, x). A lock with a half above the bottle has no action.
+
+``cost_to_lock[a]`` counts the frames from the decision point up to and including the lock
+frame (a lock on the first controllable frame costs 1), 0xFFFF when unreachable;
+``script(plan, a)`` is the controller byte of each of those frames.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from vecsim.core.jit import exact
+from vecsim.games.drmario import BUTTONS, rules
+from vecsim.games.drmario.tables import BASE_SPEED, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
+
+N_ACTIONS = 512
+UNREACHABLE = 0xFFFF
+#: Last-frame controller classes a successor can have: Left/Right bits (none, L, R) x A/B bits.
+N_HELD = 12
+
+
+class Plan(NamedTuple):
+    feasible_mask: np.ndarray  # (512,) bool
+    cost_to_lock: np.ndarray  # (512,) uint16: frames to lock, 0xFFFF unreachable
+    parent: np.ndarray  # (M,) int64: search tree, the parent node of each visited node
+    button: np.ndarray  # (M,) uint8: the controller byte that led to each node
+    lock_node: np.ndarray  # (512,) int64: the node before the locking frame, -1 for the root
+    lock_button: np.ndarray  # (512,) uint8: the controller byte of the locking frame
+
+
+@exact(inline="always")
+def held_class(held):
+    lr = 1 if held & BTN_LEFT else (2 if held & BTN_RIGHT else 0)
+    return lr * 4 + ((held >> 6) & 3)
+
+
+@exact(inline="always")
+def class_held(c):
+    lr = c // 4
+    return (BTN_LEFT if lr == 1 else (BTN_RIGHT if lr == 2 else 0)) | ((c % 4) << 6)
+
+
+@exact(inline="always")
+def pose_action(x, y, rot):
+    """The 512-action index of lock pose (x, y from the bottom, rot), -1 if a half is outside."""
+    row = 15 - y
+    if rot == 0:
+        return row * 8 + x
+    if rot == 1:
+        return 3 * 128 + row * 8 + x if row >= 1 else -1
+    if rot == 2:
+        return 2 * 128 + row * 8 + x + 1
+    return 128 + (row - 1) * 8 + x if row >= 1 else -1
+
+
+@exact
+def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
+           cost, lock_node, lock_button, parent, button, node_key, visited):
+    """The breadth-first search. ``fc0`` is the frame counter before the first frame.
+    ``visited`` (K,) int64 holds stamps; the node arrays must hold every visited node.
+    Returns the number of visited nodes (0 is the root), or -1 when they overflow the node
+    arrays (``visited`` is then left marked: clear it with ``clear_visited``)."""
+    t1 = threshold + 1
+    for a in range(N_ACTIONS):
+        cost[a] = UNREACHABLE
+        lock_node[a] = -1
+        lock_button[a] = 0
+    n = 1
+    parent[0] = -1
+    button[0] = 0
+    node_key[0] = -1
+    head = 0
+    # The root's state travels in the queue as its key; the root itself is decoded apart.
+    while head < n:
+        if head == 0:
+            x, y, rot, sc, hv, held_prev, depth = x0, y0, rot0, sc0, hv0, held0, 0
+        else:
+            k = node_key[head]
+            x = k % 8
+            k //= 8
+            y = k % 16
+            k //= 16
+            rot = k % 4
+            k //= 4
+            sc = k % t1
+            k //= t1
+            hv = k % 16
+            k //= 16
+            held_prev = class_held(k % N_HELD)
+            k //= N_HELD
+            depth = k  # the frame count to reach this node
+        fc = (fc0 + depth + 1) & 255
+        for b in range(buttons.shape[0]):
+            held = buttons[b]
+            nx, ny, nrot, nsc, nhv, locked = rules.pill_frame(board, i, x, y, rot, sc, hv, fc, held_prev, held,
+                                                              threshold)
+            if locked:
+                a = pose_action(x, y, rot)
+                if a >= 0 and cost[a] == UNREACHABLE:
+                    cost[a] = depth + 1
+                    lock_node[a] = head
+                    lock_button[a] = held
+                continue
+            key = ((((held_class(held) * 16 + nhv) * t1 + nsc) * 4 + nrot) * 16 + ny) * 8 + nx
+            slot = key + ((depth + 1) & 1) * (N_HELD * 16 * t1 * 512)
+            if visited[slot] == 1:
+                continue
+            if n == parent.shape[0]:
+                return -n
+            visited[slot] = 1
+            parent[n] = head
+            button[n] = held
+            node_key[n] = key + (depth + 1) * (N_HELD * 16 * t1 * 512)
+            n += 1
+        head += 1
+    return n
+
+
+@exact
+def clear_visited(visited, node_key, n, threshold):
+    """Unmark the visited slots of nodes ``1..n-1``."""
+    span = N_HELD * 16 * (threshold + 1) * 512
+    for k in range(1, n):
+        key = node_key[k]
+        visited[key % span + ((key // span) & 1) * span] = 0
+
+
+class Planner:
+    """Reusable scratch for ``plan`` (the visited set and the search tree)."""
+
+    def __init__(self):
+        self._visited = np.zeros(0, np.int8)
+        self._nodes = 1 << 15  # node capacity, doubled on overflow
+
+    def _scratch(self, threshold: int):
+        slots = 2 * N_HELD * 16 * (threshold + 1) * 512
+        if self._visited.shape[0] < slots:
+            self._visited = np.zeros(slots, np.int8)
+        return self._visited
+
+
+def plan(state, i: int, planner: Planner | None = None) -> Plan:
+    """Plan env ``i`` of a Dr. Mario ``State`` at its decision point.
+
+    Raises ``ValueError`` when env ``i`` is not at a decision point (its pill is not falling)."""
+    if not 0 <= int(i) < state.x.shape[0]:
+        raise ValueError(f"plan env index must be in [0, {state.x.shape[0]}), but got i={i}")
+    if state.next_action[i] != rules.FALLING or state.outcome[i] != rules.PLAYING:
+        raise ValueError(f"plan needs env {i} with a falling pill, but its next_action is "
+                         f"{int(state.next_action[i])} and its outcome {int(state.outcome[i])}")
+    planner = planner or Planner()
+    threshold = int(SPEED_TABLE[BASE_SPEED[state.speed[i]] + state.speed_ups[i]])
+    visited = planner._scratch(threshold)
+    cost = np.empty(N_ACTIONS, np.uint16)
+    lock_node = np.empty(N_ACTIONS, np.int64)
+    lock_button = np.empty(N_ACTIONS, np.uint8)
+    capacity = planner._nodes
+    while True:
+        parent = np.empty(capacity, np.int64)
+        button = np.empty(capacity, np.uint8)
+        node_key = np.empty(capacity, np.int64)
+        n = search(state.board, i, threshold, state.x[i], state.y[i], state.rot[i], state.speed_counter[i],
+                   state.hor_velocity[i], state.held[i], state.fc[i], BUTTONS, cost, lock_node, lock_button,
+                   parent, button, node_key, visited)
+        clear_visited(visited, node_key, abs(n), threshold)
+        if n > 0:
+            break
+        capacity *= 2
+    planner._nodes = capacity
+    return Plan(cost != UNREACHABLE, cost, parent[:n].copy(), button[:n].copy(), lock_node, lock_button)
+
+
+def script(p: Plan, action: int) -> np.ndarray:
+    """``(cost_to_lock[action],) uint8``: the controller byte of each frame to lock ``action``."""
+    if not 0 <= int(action) < N_ACTIONS:
+        raise ValueError(f"script action must be in [0, {N_ACTIONS}), but got action={action}")
+    if not p.feasible_mask[action]:
+        raise ValueError(f"script action {action} is not reachable (its cost_to_lock is 0xFFFF)")
+    out = [int(p.lock_button[action])]
+    node = int(p.lock_node[action])
+    while node > 0:
+        out.append(int(p.button[node]))
+        node = int(p.parent[node])
+    return np.array(out[::-1], np.uint8)
