@@ -3,7 +3,7 @@
 (a) Random legal games (fixed seeds) on both boards: at every ply, every seat's Numba mask is
 the reference's set of legal placements, ``count_legal_moves`` and ``has_legal_move`` agree
 with the mask, and passes, turns and final scores agree.
-(b) ``/work/shared/reference/blokus_classic_random_game_seed0.json``, a random classic game
+(b) ``tests/data/blokus_classic_random_game_seed0.json`` (a copy of the shared reference's), a random classic game
 recorded by another engine (blokus-rl), replayed ply by ply and matched by cells.
 """
 
@@ -20,7 +20,7 @@ from vecsim.games.blokus.pieces import ORIENT_CELLS, ORIENT_PIECE, ORIENT_SIZE, 
 
 from blokus_reference import CLASSIC, DUO, ReferenceBlokus
 
-RECORDED = Path("/work/shared/reference/blokus_classic_random_game_seed0.json")
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "blokus_classic_random_game_seed0.json"
 RECORDED_NAMES = {"O": "O4"}  # the recorded game's piece names that differ from ours
 
 
@@ -81,7 +81,6 @@ def test_the_brute_force_reference_agrees_on_a_middle_game_position():
         assert {placement(a, 14) for a in blokus.legal_actions(b, 0, seat)} == ref.legal_moves(seat)
 
 
-@pytest.mark.skipif(not RECORDED.exists(), reason="the recorded game is in the shared reference folder")
 def test_the_recorded_classic_game_replays_with_every_count_pass_and_score():
     game = json.loads(RECORDED.read_text())
     b = blokus.new_boards(1, "classic")
