@@ -98,8 +98,7 @@ class BufferField:
         if not arr.flags.writeable:
             raise ValueError(f"buffer {self.name} is read-only")
         if not any(arr.flags.c_contiguous if order == "C" else arr.flags.f_contiguous for order in self.layouts):
-            what = "C-contiguous" if self.layouts == "C" else "C- or F-contiguous"
-            raise ValueError(f"buffer {self.name} must be {what}")
+            raise ValueError(f"buffer {self.name} must be contiguous ({' or '.join(self.layouts)} order)")
 
 
 class BufferSet(Mapping):
