@@ -34,16 +34,21 @@ def _stepped(eng, steps, read_each=False):
     return log
 
 
-@pytest.fixture(scope="module")
-def reference():
-    """Every record of 60 steps of 5 envs seeded 4, by (env, seq): a ring too large to wrap."""
-    eng = vecsim.make("Tetris-v0", N, parallel=False, telemetry=512)
+def _every_record(num_envs, steps):
+    """Every record of ``steps`` steps of ``num_envs`` envs seeded 4, by (env, seq): a ring too
+    large to wrap."""
+    eng = vecsim.make("Tetris-v0", num_envs, parallel=False, telemetry=2 * steps + 2)
     eng.reset(seed=4)
-    _stepped(eng, 60)
+    _stepped(eng, steps)
     read = eng.telemetry.read()
     assert not read.dropped.any()
     return {(int(e), int(s)): (int(k), int(t), int(v)) for e, s, k, t, v in
             zip(read.env, read.seq, read.kind, read.stamp, read.value)}
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return _every_record(N, 60)
 
 
 def test_records_agree_with_the_step_results_in_order():
@@ -84,10 +89,13 @@ def test_a_full_ring_keeps_the_newest_records_and_counts_the_rest_as_dropped(ref
     assert np.array_equal(eng.telemetry.dropped, written - 3) and not eng.telemetry.pending().any()
 
 
-def test_a_reader_thread_gets_whole_records_while_the_kernels_run(reference):
+def test_a_reader_thread_gets_whole_records_while_the_kernels_run():
     """Each record read concurrently equals the reference's record of that number, and every
-    record is either read once or counted as dropped once."""
-    eng = vecsim.make("Tetris-v0", N, parallel=False, telemetry=8)
+    record is either read once or counted as dropped once (a batch large enough for the reads
+    to overlap the kernels, which release the GIL)."""
+    n, steps = 64, 200
+    reference = _every_record(n, steps)
+    eng = vecsim.make("Tetris-v0", n, parallel=False, telemetry=8)
     eng.reset(seed=4)
     done = threading.Event()
     reads = []
@@ -100,7 +108,7 @@ def test_a_reader_thread_gets_whole_records_while_the_kernels_run(reference):
     thread = threading.Thread(target=reader)
     thread.start()
     try:
-        _stepped(eng, 60)
+        _stepped(eng, steps)
     finally:
         done.set()
         thread.join()
@@ -111,9 +119,9 @@ def test_a_reader_thread_gets_whole_records_while_the_kernels_run(reference):
             assert (int(e), int(s)) not in seen
             seen.add((int(e), int(s)))
     dropped = sum(read.dropped for read in reads)
-    per_env = np.bincount([e for e, _ in seen], minlength=N)
+    per_env = np.bincount([e for e, _ in seen], minlength=n)
     assert np.array_equal(per_env + dropped, eng.telemetry.written)
-    assert np.array_equal(eng.telemetry.written, np.bincount([e for e, _ in reference], minlength=N))
+    assert np.array_equal(eng.telemetry.written, np.bincount([e for e, _ in reference], minlength=n))
 
 
 def test_caller_owned_ring_arrays_are_the_ring():
