@@ -120,19 +120,8 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
             opts = dict(kernel_options(precision, False), cache=False)
 
             refused = _refusal(game_module, opts) if flag_invalid else _never_refused
-            if telemetry:  # the masked form: a game with telemetry is not one whose step loop vectorises
-                @njit(**opts)
-                def fused(s, p, i, actions, events, rng, obs, masks, ring):
-                    if refused(p, i, actions, events, masks):
-                        reward, terminated = 0.0, False
-                    else:
-                        reward, terminated = step(s, p, i, actions, events, rng, ring)
-                    write_obs(s, p, i, obs)
-                    if terminated:
-                        all_legal(i, masks)
-                    else:
-                        mask(s, p, i, masks)
-                    return reward, terminated
+            if telemetry:
+                fused = njit(**opts)(_step_with_ring(step, write_obs, mask, refused))
             elif _has_mask(game_module, mask_name):
                 @njit(**opts)
                 def fused(s, p, i, actions, events, rng, obs, masks):
@@ -214,7 +203,7 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
     instead of calling ``step_and_write`` once per env: the ``State`` arrays are passed once
     a run. The same step, observation and mask as ``step_and_write``'s, inlined here, so
     the same results (``flag_invalid`` and ``telemetry`` as there: with ``telemetry``, ``f``
-    takes the ring last and calls ``step_and_write`` per env)."""
+    takes the ring last)."""
     if telemetry:
         return _step_run_with_telemetry(game_module, step_name, precision, mask_name, flag_invalid)
     # The step and mask themselves are inlined into the loop, not an inlined step_and_write:
@@ -248,18 +237,43 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
         return _FUSED[key]
 
 
+def _step_with_ring(step, write_obs, mask, refused):
+    """The Python function ``f(s, p, i, actions, events, rng, obs, masks, ring)`` of
+    ``step_and_write`` for a batch with a telemetry ring, to be compiled by the caller: the
+    masked form (a game with telemetry is not one whose step loop vectorises)."""
+    def fused(s, p, i, actions, events, rng, obs, masks, ring):
+        if refused(p, i, actions, events, masks):
+            reward, terminated = 0.0, False
+        else:
+            reward, terminated = step(s, p, i, actions, events, rng, ring)
+        write_obs(s, p, i, obs)
+        if terminated:
+            all_legal(i, masks)
+        else:
+            mask(s, p, i, masks)
+        return reward, terminated
+
+    return fused
+
+
 def _step_run_with_telemetry(game_module, step_name: str, precision: str, mask_name: str, flag_invalid: bool):
-    """``step_run_and_write``'s function for a batch with a telemetry ring (its last argument)."""
-    fused = step_and_write(game_module, step_name, precision, mask_name, flag_invalid, True)
+    """``step_run_and_write``'s function for a batch with a telemetry ring (its last argument):
+    the same loop, the ring passed to the game's step (inlined here: a call per env would pass
+    every ``State`` array per env)."""
+    step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
     key = (game_module.__name__, step_name, mask_name, precision, "run", flag_invalid, True)
     with _FUSED_LOCK:
         if key not in _FUSED:
-            @njit(**dict(kernel_options(precision, False), cache=False))
+            opts = dict(kernel_options(precision, False), cache=False)
+            refused = _refusal(game_module, opts) if flag_invalid else _never_refused
+            one = njit(**dict(opts, inline="always"))(_step_with_ring(step, write_obs, mask, refused))
+
+            @njit(**opts)
             def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, masks, elapsed, rewards, term,
                     trunc, needs_reset, was_done, ring):
                 for i in range(lo, hi):
                     if not (skip_due and was_done[i]):
-                        reward, terminated = fused(s, p, i, actions, events, rng, obs, masks, ring)
+                        reward, terminated = one(s, p, i, actions, events, rng, obs, masks, ring)
                         finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
 
             _FUSED[key] = run
