@@ -35,7 +35,8 @@ def make(game_id: str, num_envs: int = 1, **kwargs) -> Engine:
         Number of envs (>= 1).
     **kwargs
         ``precision``, ``max_episode_steps`` (default: the id's registered limit; ``None``
-        for none), ``parallel``, ``buffers`` and game constants; see ``Engine``.
+        for none), ``parallel``, ``buffers``, ``invalid_action``, ``telemetry`` and game
+        constants; see ``Engine``.
     """
     game = resolve(game_id)
     kwargs.setdefault("max_episode_steps", game.max_episode_steps)

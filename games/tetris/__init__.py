@@ -38,6 +38,11 @@ Episode End
     ``max_episode_steps``).
 Events
     ``lines``, ``pieces``, ``holds`` per step, and the engine's ``invalid_action``, in ``info``.
+Telemetry
+    With ``telemetry=capacity`` (records per env), the ring gets, stamped with the step's
+    number in its episode: ``lock`` (value: the piece type), ``line_clear`` (value: rows
+    cleared, after a lock that cleared any), ``spawn`` (value: the new piece's type, after a
+    lock or a hold brings a piece in), ``top_out`` (the new piece could not spawn).
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from vecsim.core import buffers as placed
 from vecsim.core.cells import put_cells
 from vecsim.core.contract import KernelHints, discrete_ok, named_choices, param
 from vecsim.core.jit import exact
+from vecsim.core.telemetry import push_event, step_stamp
 
 NAME = "Tetris"
 ENV_ID = "Tetris-v0"
@@ -68,6 +74,9 @@ MAX_EPISODE_STEPS = None
 REWARD_THRESHOLD = None
 EVENTS = ("lines", "pieces", "holds")
 EV_LINES, EV_PIECES, EV_HOLDS = range(3)
+#: Telemetry event kinds (``vecsim.core.telemetry``); the module docstring gives their values.
+TELEMETRY = ("spawn", "lock", "line_clear", "top_out")
+TM_SPAWN, TM_LOCK, TM_LINE_CLEAR, TM_TOP_OUT = range(4)
 PHYSICAL_STATE = ()  # no Gymnasium reference state vector
 # Runs of 16 envs a call: the State's many arrays are passed once a run rather than once an env.
 KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16)
@@ -255,14 +264,19 @@ def reset_env(s, p, i, rng):
 
 
 @exact(inline="always")
-def _lock_and_spawn(s, p, i, t, r, y, x, events, rng):
+def _lock_and_spawn(s, p, i, t, r, y, x, events, rng, telemetry):
     """Lock the piece, score it, bring the next piece; returns (reward, terminated)."""
     lines = lock(s, i, t, r, y, x)
     events[i, EV_LINES] = lines
     events[i, EV_PIECES] = 1
+    stamp = step_stamp(telemetry, i)
+    push_event(telemetry, i, TM_LOCK, stamp, t)
+    if lines > 0:
+        push_event(telemetry, i, TM_LINE_CLEAR, stamp, lines)
     s.can_hold[i] = True
     advance(s, i, rng, param(p.randomizer, i) > 0)
     ok = spawn(s, i)
+    _report_spawn(s, i, ok, telemetry)
     if not ok:
         _end_game(s, i)
     reward = np.float64(LINE_SCORES[lines]) if param(p.scoring, i) > 0 else np.float64(lines)
@@ -278,12 +292,21 @@ def _end_game(s, i):
 
 
 @exact(inline="always")
+def _report_spawn(s, i, ok, telemetry):
+    """Telemetry: the new piece spawned, or the game topped out."""
+    if ok:
+        push_event(telemetry, i, TM_SPAWN, step_stamp(telemetry, i), s.piece[i])
+    else:
+        push_event(telemetry, i, TM_TOP_OUT, step_stamp(telemetry, i), 0)
+
+
+@exact(inline="always")
 def _can_hold(s, p, i):
     return param(p.hold, i) > 0 and s.can_hold[i]
 
 
 @exact
-def step_env(s, p, i, actions, events, rng):
+def step_env(s, p, i, actions, events, rng, telemetry=None):
     for k in range(len(EVENTS)):
         events[i, k] = 0
     a = np.int64(actions[i])
@@ -294,6 +317,7 @@ def step_env(s, p, i, actions, events, rng):
             if _can_hold(s, p, i):
                 events[i, EV_HOLDS] = 1
                 ok = do_hold(s, i, rng, use_bag)
+                _report_spawn(s, i, ok, telemetry)
                 if not ok:
                     _end_game(s, i)
                 return 0.0, not ok
@@ -336,7 +360,7 @@ def step_env(s, p, i, actions, events, rng):
         s.x[i] = x
     # One call site: _lock_and_spawn is inlined, and Numba compiles an inlined function once
     # per call site (see docs/numba-workarounds.md).
-    return _lock_and_spawn(s, p, i, t, r, y, x, events, rng)
+    return _lock_and_spawn(s, p, i, t, r, y, x, events, rng, telemetry)
 
 
 # Inlined into the kernels: a call passes every State array by value, which costs more than

@@ -108,13 +108,29 @@ def _variant_tag(functions) -> str:
     return "".join(f"_{stand_in}" for _, stand_in in functions)
 
 
-def render_source(game: GameSpec, precision: str, discrete: bool, functions=None, tables=None) -> str:
+def _render_telemetry(text: str, telemetry: bool) -> str:
+    """``text`` with the template's telemetry parts: for a batch with a telemetry ring, its two
+    arrays in the step table (``tele_records``, ``tele_written``) and a ``TelemetryRing`` of them
+    passed to the game's step (``vecsim.core.telemetry``); without one, nothing of them, so that
+    the kernels are those of a game without telemetry."""
+    if not telemetry:
+        text = re.sub(r".*# TELEMETRY ONLY\n", "", text)
+        return re.sub(r", TELEMETRY_(ON|VIEWS|RING)\b", "", text)
+    text = text.replace("  # TELEMETRY ONLY", "")
+    text = re.sub(r"\bTELEMETRY_ON\b", "True", text)
+    text = re.sub(r"\bTELEMETRY_VIEWS\b", "tele_records, tele_written", text)
+    return re.sub(r"\bTELEMETRY_RING\b", "TelemetryRing(tele_records, tele_written, elapsed)", text)
+
+
+def render_source(game: GameSpec, precision: str, discrete: bool, functions=None, tables=None,
+                  telemetry: bool = False) -> str:
     """The source text of the kernel module for ``game`` at ``precision``; ``discrete`` says
     whether its actions are ``Discrete`` (narrowed to int32 for the step loops) or ``Box``;
     ``functions``: the stand-ins ``GameSpec.kernel_functions`` chose for the batch; ``tables``:
     the ``table_specs`` of the arrays of each kernel's address table, by table name
     (``step_table``, ``reset_table``; see ``render_table_views``), or None to leave the
-    ``# VIEWS OF`` lines as they are (a source to read, not to compile)."""
+    ``# VIEWS OF`` lines as they are (a source to read, not to compile); ``telemetry``: whether
+    the step passes the game a telemetry ring (``_render_telemetry``)."""
     functions = _default_functions(game, functions)
     mod = game.module
     fields = list(game.state_cls._fields)
@@ -138,7 +154,7 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
             for table in re.findall(r"# PLAIN VIEWS OF (\w+)", part):
                 part = re.sub(rf"# (\w+) = FIRST VIEW OF {table} OVERLAPPING \w+", r"\1 = -1", part)
         variants.append(part)
-    text = head + "".join(variants) + tail
+    text = _render_telemetry(head + "".join(variants) + tail, telemetry)
     state_args = ", ".join(f"f_{name}" for name in fields)
     param_rows = ", ".join(f"P[{k}]" for k in range(n_params))
     text = re.sub(r"\bSTATE_ARGS\b", state_args, text)
@@ -197,17 +213,18 @@ def _fingerprint(game: GameSpec, source: str, extra_files=()) -> str:
     return h.hexdigest()[:16]
 
 
-def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tables: dict):
+def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tables: dict, telemetry: bool = False):
     """The generated kernel module for ``game`` and ``precision`` with the stand-ins
     ``functions`` (``GameSpec.kernel_functions``) in it, its step and reset kernels rebuilding
-    their arrays from address tables of the ``tables`` specs (``render_source``); written
-    once, then cached."""
-    key = (game.module.__name__, precision, tuple(functions), tuple(sorted(tables.items())))
+    their arrays from address tables of the ``tables`` specs (``render_source``), with a
+    telemetry ring where ``telemetry``; written once, then cached."""
+    key = (game.module.__name__, precision, tuple(functions), tuple(sorted(tables.items())), telemetry)
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
-        source = render_source(game, precision, discrete, functions, tables)
-        name = (f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}{_variant_tag(functions)}_"
+        source = render_source(game, precision, discrete, functions, tables, telemetry)
+        tag = _variant_tag(functions) + ("_telemetry" if telemetry else "")
+        name = (f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}{tag}_"
                 f"{_fingerprint(game, source)}")
         module = _import_generated(name, source)
         _LOADED[key] = module

@@ -19,11 +19,14 @@ from gymnasium import spaces
 from vecsim.core import buffers as placed
 from vecsim.core.rng import MAX_SEED
 from vecsim.engine import tuning
+from vecsim.engine.abi import OUTPUT, RING, STATE, buffer_spec, engine_event_names
 from vecsim.engine.chooser import KernelChooser, adapt_enabled, numba_threads
 from vecsim.engine.codegen import address_table, load_kernels, table_specs
 from vecsim.engine.game import GameSpec
 from vecsim.engine.reset_mask import ResetMask
+from vecsim.engine.reset_params import params_after_reset
 from vecsim.engine.step_result import StepResult
+from vecsim.engine.telemetry import Telemetry, check_capacity
 from vecsim.engine.threads import start_thread_pool, threading_layer
 
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
@@ -97,9 +100,6 @@ def parallel_min_envs(game: GameSpec, num_envs: int | None = None, precision: st
     if base is None or (num_envs is not None and num_envs < base):
         return base
     return base * launch_factor()
-
-
-BUFFER_NAMES = ("obs", "rewards", "terminals", "truncations")
 
 
 class FinishedEnvError(ValueError):
@@ -229,10 +229,20 @@ class Engine:
         busy, and back to the parallel ones once those win again (``kernel_chooser``,
         ``vecsim.engine.chooser``; ``VECSIM_ADAPT=0`` turns that off). Results are identical
         either way.
-    buffers : dict, optional
-        Caller-owned output arrays, written in place (zero-copy into rollout storage):
-        ``obs`` (num_envs, obs_dim) of the observation dtype, ``rewards`` (num_envs,) float64
-        (float32 in float32 precision), ``terminals`` and ``truncations`` (num_envs,) bool.
+    buffers : BufferSet or dict, optional
+        Caller-owned output arrays, written in place by the kernels (zero-copy into rollout
+        storage): any subset of the fields of ``buffer_spec`` (``vecsim.engine.abi``): ``obs``
+        (num_envs, obs_dim) of the observation dtype, ``rewards`` (num_envs,) float64 (float32
+        in float32 precision), ``terminals``, ``truncations`` (num_envs,) bool, ``final_obs``,
+        ``has_final``, and where the game has them ``masks``, ``events``, its info arrays,
+        ``acting_seat``, ``seat_rewards``, and with telemetry the ring's arrays. Each must
+        have the field's shape, dtype and layout, be writeable and share no memory with
+        another; a ``BufferSet`` made for another protocol version or capability set is
+        refused. The engine writes its starting values into them.
+    telemetry : int or None
+        Records per env of a telemetry ring (``vecsim.engine.telemetry``; for a game that
+        declares ``TELEMETRY``), read with ``telemetry.read()``; ``None`` (default): no ring,
+        and the kernels of a game without telemetry.
     invalid_action : {"raise", "flag"}
         For a game whose action mask is binding (it declares ``enforce_mask``): an action
         outside an env's mask raises ``ValueError`` before anything is stepped (``"raise"``,
@@ -246,7 +256,7 @@ class Engine:
 
     def __init__(self, game: GameSpec, num_envs: int, *, precision: str = "float64",
                  max_episode_steps: int | None = None, parallel="auto", buffers: dict | None = None,
-                 invalid_action: str = "raise", **params):
+                 invalid_action: str = "raise", telemetry: int | None = None, **params):
         if not _is_int(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, but got num_envs={num_envs!r}")
         if precision not in PRECISIONS:
@@ -273,7 +283,11 @@ class Engine:
         self._max_steps = 0 if self.max_episode_steps is None else self.max_episode_steps
         self._float = np.float32 if precision == "float32" else np.float64
         self._read_game(params)
-        self._allocate(buffers)
+        capacity = check_capacity(telemetry, game.name, game.telemetry_events)
+        #: Every output array this engine writes, versioned (``vecsim.engine.abi.BufferSpec``).
+        self.buffer_spec = buffer_spec(game, self.params_scalar, precision, capacity)
+        self._allocate(buffers, capacity)
+        self._parallel_choice = parallel
         self._load_kernels(parallel)
         #: Extra per-step arrays of the game (info key -> (num_envs, ...) view of its state).
         self.info_arrays = {key: getattr(self.state, field)
@@ -296,7 +310,7 @@ class Engine:
         self.obs_dtype = obs_space.dtype
         self.state = game.allocate_state(n, self._float, self.params_scalar)
         #: The game's event names, then the engine's ``invalid_action`` where the mask is binding.
-        self.event_names = game.events + (("invalid_action",) if game.enforces_mask else ())
+        self.event_names = engine_event_names(game)
         if game.has_action_mask and not self._discrete:
             raise TypeError(f"{game.name} writes an action mask, which needs a Discrete action space, but its "
                             f"action space is {self.single_action_space}")
@@ -337,7 +351,7 @@ class Engine:
             return self.rewards[:, None]
         return self.state.seat_rewards
 
-    def _allocate(self, buffers: dict | None) -> None:
+    def _allocate(self, buffers, capacity: int) -> None:
         """The output buffers (or the caller's), the kernels' scratch and the bookkeeping."""
         n = self.num_envs
         # Column-major observations (KernelHints.obs_order "F") let the vectorised step loop
@@ -349,9 +363,6 @@ class Engine:
         self.rewards = placed.zeros(n, self._float)
         self.terminals = placed.zeros(n, np.bool_)
         self.truncations = placed.zeros(n, np.bool_)
-        self._buffers_given = bool(buffers)
-        if buffers:
-            self._adopt_buffers(buffers)
         self.final_obs = placed.zeros((n, self.obs_dim), self.obs_dtype, order=order)
         # Zero-padded to whole 64-env words, so the step kernel can read it 8 flags at a time.
         self._needs_pad = placed.zeros((n + 63) // 64 * 64, np.bool_)
@@ -374,9 +385,15 @@ class Engine:
         self._has_reset = False
         self._closed = False
         self._fills_rows = bool(self.game.hints.write_obs_fills_row)
+        self._detached = None  # the outputs of the last step_mode_fresh, while the engine's buffers are behind
+        self._buffers_given = bool(buffers)
+        ring = self._adopt_buffers(buffers) if buffers else {}
+        #: The telemetry rings and their reader (``vecsim.engine.telemetry.Telemetry``), or None.
+        self.telemetry = None if not capacity else Telemetry(
+            n, capacity, self.game.telemetry_events, self.elapsed, ring.get("telemetry_records"),
+            ring.get("telemetry_written"))
         self._fresh_specs = ((self.obs.shape, self.obs.dtype, "F" if self.obs.flags.f_contiguous else "C"),
                              n, self.rewards.dtype)
-        self._detached = None  # the outputs of the last step_mode_fresh, while the engine's buffers are behind
 
     def _load_kernels(self, parallel) -> None:
         """The generated kernels for this batch, their address tables, and the serial or
@@ -395,6 +412,8 @@ class Engine:
                       ("rng", self.rng), ("params", P), ("events", self.events), ("masks", self.masks),
                       ("was_done", self._was_pad), ("acts32", self._acts32),
                       ("done_words", self._done_mask.words)) + named_state
+        if self.telemetry is not None:
+            step_named += (("telemetry_records", self.telemetry.records), ("telemetry_written", self.telemetry.written))
         reset_named = (("seeds", self._seeds), ("obs", self.obs), ("rewards", self.rewards),
                        ("terminals", self.terminals), ("truncations", self.truncations),
                        ("needs_reset", self.needs_reset), ("has_final", self.has_final), ("elapsed", self.elapsed),
@@ -404,7 +423,8 @@ class Engine:
         self._reset_names, self._reset_arrays = (tuple(x) for x in zip(*reset_named))
         kernels = self._kernels = load_kernels(game, self.precision, self._discrete, self.kernel_functions,
                                                tables={"step_table": table_specs(self._step_arrays),
-                                                       "reset_table": table_specs(self._reset_arrays)})
+                                                       "reset_table": table_specs(self._reset_arrays)},
+                                               telemetry=self.telemetry is not None)
         self._step_table = address_table(self._step_arrays)
         # step_mode_fresh's copy, whose first four rows point_outputs aims at new arrays.
         self._fresh_table = self._step_table.copy()
@@ -497,41 +517,21 @@ class Engine:
             raise TypeError(f"unsupported action space {space}")
         self._act_buf = np.zeros(self._act_shape, dtype=self._act_dtype)
 
-    def _adopt_buffers(self, buffers: dict) -> None:
-        unknown = sorted(set(buffers) - set(BUFFER_NAMES))
-        if unknown:
-            raise TypeError(f"unknown buffer name(s) {unknown}; valid names are {list(BUFFER_NAMES)}")
-        expect = {
-            "obs": ((self.num_envs, self.obs_dim), self.obs_dtype),
-            "rewards": ((self.num_envs,), np.dtype(self._float)),
-            "terminals": ((self.num_envs,), np.dtype(np.bool_)),
-            "truncations": ((self.num_envs,), np.dtype(np.bool_)),
-        }
-        for name, arr in buffers.items():
-            shape, dtype = expect[name]
-            if not isinstance(arr, np.ndarray):
-                raise TypeError(f"buffer {name} must be a numpy array, but got {type(arr).__name__}")
-            if arr.shape != shape or arr.dtype != dtype:
-                raise ValueError(f"buffer {name} must have shape {shape} and dtype {dtype}, "
-                                 f"but got shape {arr.shape} and dtype {arr.dtype}")
-            if not arr.flags.writeable:
-                raise ValueError(f"buffer {name} is read-only")
-            contiguous = arr.flags.c_contiguous or (name == "obs" and arr.flags.f_contiguous)
-            if not contiguous:
-                raise ValueError(f"buffer {name} must be contiguous")
-        if "obs" in buffers:
-            self.obs = buffers["obs"]
-        if "rewards" in buffers:
-            self.rewards = buffers["rewards"]
-        if "terminals" in buffers:
-            self.terminals = buffers["terminals"]
-        if "truncations" in buffers:
-            self.truncations = buffers["truncations"]
-        arrays = [self.obs, self.rewards, self.terminals, self.truncations]
-        for a in range(len(arrays)):
-            for b in range(a + 1, len(arrays)):
-                if np.shares_memory(arrays[a], arrays[b]):
-                    raise ValueError(f"buffers {BUFFER_NAMES[a]} and {BUFFER_NAMES[b]} overlap")
+    def _adopt_buffers(self, buffers) -> dict:
+        """Take the caller's arrays (checked by ``buffer_spec``) in place of the engine's own,
+        each given the engine's starting values; returns the telemetry ring's, by field name."""
+        ring = {}
+        for name, arr in self.buffer_spec.check(buffers, self.num_envs).items():
+            field = self.buffer_spec[name]
+            if field.home == STATE:
+                np.copyto(arr, getattr(self.state, field.state_field))
+                self.state = self.state._replace(**{field.state_field: arr})
+            elif field.home == OUTPUT:
+                np.copyto(arr, getattr(self, name))
+                setattr(self, name, arr)
+            elif field.home == RING:
+                ring[name] = arr
+        return ring
 
     # -- validation ----------------------------------------------------------------------
     def check_open(self) -> None:
@@ -667,16 +667,23 @@ class Engine:
         self._has_reset = True
         return self.obs
 
-    def reset_envs(self, mask, seed=None) -> np.ndarray:
+    def reset_envs(self, mask, seed=None, **params) -> np.ndarray:
         """Reset only the envs in ``mask`` (a ``ResetMask`` or a ``(num_envs,)`` bool array).
 
         ``seed`` as for ``reset``: with an int, env ``i`` of the mask gets seed ``seed + i``
         (the seed it would get from ``reset(seed)``); a list gives each masked env its entry;
         ``None`` continues each env's stream. An empty mask changes nothing. Returns the
         observation buffer (a view).
+
+        ``**params``: reset specs, new game constants for the masked envs from this reset on
+        (a level, a speed, a target): each a scalar, or a ``(num_envs,)`` array of which the
+        masked entries are taken. Checked as the constructor checks them (a constant that
+        shapes the spaces or kernels cannot change); nothing is reset when one is refused.
+        The first per-env constant of a batch made with scalar ones switches its kernels to
+        per-env constants (compiled once, then cached) and replaces ``kernel_params``.
         """
         result = self.result
-        if (mask is result.done_mask and seed is None and not self._closed and self._seeded
+        if (mask is result.done_mask and seed is None and not params and not self._closed and self._seeded
                 and self._detached is None):
             # The operant loop (step_no_reset, then reset_envs(result.to_reset_mask())): the mask
             # the step kernel packed and counted, each env continuing its stream. Nothing to
@@ -692,12 +699,31 @@ class Engine:
             return self.obs
         self.check_open()
         words = self._words_of(mask)
+        if params:
+            flags = np.unpackbits(words.view(np.uint8), bitorder="little")[:self.num_envs].astype(bool)
+            new_params = params_after_reset(self.game, build_params, self.params, flags, params, self._float)
         mode, base = self._seed_args(seed)
+        if params:
+            self._set_params(*new_params)
         self._attach_outputs()
         self._check_reset(self._reset_envs_kernel(mask)(words, mode, base, self._reset_table))
         if not self._has_reset:
             self._has_reset = bool(np.array_equal(words, self._all_words))
         return self.obs
+
+    def _set_params(self, public, P: np.ndarray, scalar) -> None:
+        """Make checked constants (``build_params``' triple) the batch's: in place where the
+        kernels' array keeps its shape, else with the kernels of the new shape."""
+        if P.ndim == 2 and self._P.ndim == 1 and np.all(P == P[:, :1]):
+            P = P[:, 0]  # the same for every env: the scalar kernels still serve
+        self.params, self.params_scalar = public, scalar
+        if P.shape == self._P.shape:
+            self._P[...] = P
+        elif P.ndim == 1:
+            self._P[...] = P[:, None]
+        else:
+            self._P = P
+            self._load_kernels(self._parallel_choice)
 
     def _check_reset(self, aliased: int) -> None:
         """Raise for a reset kernel that declined a mask sharing memory with the engine's arrays."""

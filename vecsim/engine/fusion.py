@@ -94,7 +94,7 @@ def _refusal(game_module, opts: dict):
 
 
 def step_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask",
-                   flag_invalid: bool = False):
+                   flag_invalid: bool = False, telemetry: bool = False):
     """The njit function ``f(s, p, i, actions, events, rng, obs, masks) -> (reward, terminated)``
     of a game: its step (``step_name``: ``"step_env"`` or ``"step_env_fast"``), then
     ``write_obs`` and its mask (``mask_name``, as for ``step_parts``) of env ``i``, in one call.
@@ -109,16 +109,20 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
 
     ``flag_invalid`` (``invalid_action="flag"``): an env whose action lies outside its binding
     mask is not stepped (reward 0, not terminated, its observation and mask written again) and
-    flagged in the engine's ``invalid_action`` event column."""
+    flagged in the engine's ``invalid_action`` event column.
+
+    ``telemetry``: ``f`` takes a last argument, the ``vecsim.core.telemetry.TelemetryRing`` it
+    passes to the game's step (a game that declares ``TELEMETRY``)."""
     step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
-    key = (game_module.__name__, step_name, mask_name, precision, flag_invalid)
+    key = (game_module.__name__, step_name, mask_name, precision, flag_invalid, telemetry)
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
 
-            if _has_mask(game_module, mask_name):
-                refused = _refusal(game_module, opts) if flag_invalid else _never_refused
-
+            refused = _refusal(game_module, opts) if flag_invalid else _never_refused
+            if telemetry:
+                fused = njit(**opts)(_step_with_ring(step, write_obs, mask, refused))
+            elif _has_mask(game_module, mask_name):
                 @njit(**opts)
                 def fused(s, p, i, actions, events, rng, obs, masks):
                     if refused(p, i, actions, events, masks):
@@ -188,7 +192,7 @@ def finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc,
 
 
 def step_run_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask",
-                       flag_invalid: bool = False):
+                       flag_invalid: bool = False, telemetry: bool = False):
     """The njit function ``f(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs,
     masks, elapsed, rewards, term, trunc, needs_reset, was_done)`` of a game: one step of each
     env ``lo <= i < hi`` as the step kernels make it (the game's step, ``write_obs``,
@@ -198,7 +202,10 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
     The kernels of a game with ``KernelHints.envs_per_call > 1`` call it once per run of that many envs
     instead of calling ``step_and_write`` once per env: the ``State`` arrays are passed once
     a run. The same step, observation and mask as ``step_and_write``'s, inlined here, so
-    the same results (``flag_invalid`` as there)."""
+    the same results (``flag_invalid`` and ``telemetry`` as there: with ``telemetry``, ``f``
+    takes the ring last)."""
+    if telemetry:
+        return _step_run_with_telemetry(game_module, step_name, precision, mask_name, flag_invalid)
     # The step and mask themselves are inlined into the loop, not an inlined step_and_write:
     # Numba copies an inlined function's IR at each site, and an inlined function that
     # itself inlines the step would be copied whole once more (see docs/numba-workarounds.md).
@@ -225,6 +232,49 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
                     else:
                         mask(s, p, i, masks)
                     finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
+
+            _FUSED[key] = run
+        return _FUSED[key]
+
+
+def _step_with_ring(step, write_obs, mask, refused):
+    """The Python function ``f(s, p, i, actions, events, rng, obs, masks, ring)`` of
+    ``step_and_write`` for a batch with a telemetry ring, to be compiled by the caller: the
+    masked form (a game with telemetry is not one whose step loop vectorises)."""
+    def fused(s, p, i, actions, events, rng, obs, masks, ring):
+        if refused(p, i, actions, events, masks):
+            reward, terminated = 0.0, False
+        else:
+            reward, terminated = step(s, p, i, actions, events, rng, ring)
+        write_obs(s, p, i, obs)
+        if terminated:
+            all_legal(i, masks)
+        else:
+            mask(s, p, i, masks)
+        return reward, terminated
+
+    return fused
+
+
+def _step_run_with_telemetry(game_module, step_name: str, precision: str, mask_name: str, flag_invalid: bool):
+    """``step_run_and_write``'s function for a batch with a telemetry ring (its last argument):
+    the same loop, the ring passed to the game's step (inlined here: a call per env would pass
+    every ``State`` array per env)."""
+    step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
+    key = (game_module.__name__, step_name, mask_name, precision, "run", flag_invalid, True)
+    with _FUSED_LOCK:
+        if key not in _FUSED:
+            opts = dict(kernel_options(precision, False), cache=False)
+            refused = _refusal(game_module, opts) if flag_invalid else _never_refused
+            one = njit(**dict(opts, inline="always"))(_step_with_ring(step, write_obs, mask, refused))
+
+            @njit(**opts)
+            def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, masks, elapsed, rewards, term,
+                    trunc, needs_reset, was_done, ring):
+                for i in range(lo, hi):
+                    if not (skip_due and was_done[i]):
+                        reward, terminated = one(s, p, i, actions, events, rng, obs, masks, ring)
+                        finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
 
             _FUSED[key] = run
         return _FUSED[key]

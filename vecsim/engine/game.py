@@ -57,6 +57,11 @@ Optional, with the default this reader gives:
                                ``"a2c"``) -> ``dict(hyperparameters=..., num_envs=..., steps=...,
                                source=..., step_bonus=0.0)``, the tuned settings ``vecsim train``
                                starts from (``{"linear": v}``: a schedule from ``v`` down to 0)
+``TELEMETRY``                  ``()``: names of the telemetry event kinds (kind ``k`` is
+                               ``TELEMETRY[k]``); with any, ``step_env`` (and ``step_env_fast``)
+                               take a last parameter ``telemetry=None`` and report events with
+                               ``vecsim.core.telemetry.push_event``; an engine made with
+                               ``telemetry=capacity`` passes a ring, others pass nothing
 ``BENCH_VARIANTS``             none: ``vecsim bench`` times the game per precision; else a dict
                                variant name -> engine kwargs (``{"drop": {"action_mode": "drop"}}``),
                                one column per variant
@@ -132,6 +137,8 @@ class GameSpec:
         game is timed per precision).
     seats : int
         Players taking turns (1 for a single-agent game).
+    telemetry_events : tuple of str
+        Names of the game's telemetry event kinds (``()``: the game reports no telemetry).
     train_presets : dict
         Algorithm -> the settings ``vecsim train`` starts from (``{}``: SB3's defaults).
     """
@@ -156,6 +163,7 @@ class GameSpec:
     bench_variants: dict = field(default_factory=dict)
     seats: int = 1
     train_presets: dict = field(default_factory=dict)
+    telemetry_events: tuple = ()
 
     # -- what the module computes, asked through the reader --------------------------------
     def observation_space(self, params) -> spaces.Space:
@@ -320,7 +328,22 @@ def load_game(module) -> GameSpec:
         bench_variants=_bench_variants(mod, where),
         seats=seats,
         train_presets=_train_presets(mod, where),
+        telemetry_events=_telemetry_events(mod, where),
     )
+
+
+def _telemetry_events(mod, where: str) -> tuple:
+    """The module's ``TELEMETRY`` names, its steps checked to take ``telemetry=None`` last."""
+    names = _names(mod, "TELEMETRY", (), where)
+    for step in ("step_env", "step_env_fast") if names else ():
+        fn = getattr(mod, step, None)
+        if fn is None:
+            continue
+        params = list(inspect.signature(getattr(fn, "py_func", fn)).parameters.values())
+        if not params or params[-1].name != "telemetry" or params[-1].default is not None:
+            raise TypeError(f"{where} declares TELEMETRY, so its {step} must take a last parameter "
+                            f"telemetry=None (the ring to push_event into)")
+    return names
 
 
 def _names(mod, name: str, default, where: str) -> tuple:

@@ -57,6 +57,7 @@ from vecsim.engine.views import (address_of, c_array_at, c_distinct_array_at, f_
                                  overlaps)
 from vecsim.core.rng import seed_env
 from vecsim.core.bits import ctz
+from vecsim.core.telemetry import TelemetryRing  # TELEMETRY ONLY
 
 import GAME_MODULE as _game
 # Parfor lowering looks these names up here (see docs/numba-workarounds.md).
@@ -75,13 +76,13 @@ _SUM_BYTES = np.uint64(0x0101010101010101)  # sum of the 8 bytes -> top byte
 _S56 = np.uint64(56)
 
 # The step, observation and mask of one env in one call (see vecsim.engine.fusion.step_and_write).
-_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID)
+_step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID, TELEMETRY_ON)
 # Its reset, fresh-episode outputs, observation and mask in one call (vecsim.engine.fusion.reset_and_write).
 # Its last argument is passed as np.bool_(...): literal True and False would type as two
 # signatures and compile it twice (see docs/numba-workarounds.md).
 _reset_and_write = reset_and_write(_game, "WRITE_MASK")
 # The steps of a run of KernelHints.envs_per_call envs in one call (vecsim.engine.fusion.step_run_and_write).
-_step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID)
+_step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID, TELEMETRY_ON)
 _draft_run = pre_step_draft_run(_game, "PRECISION")  # DRAFT RUN (kept for games with a pre_step_fix_env)
 # Envs a call of _draft_run drafts in a parallel kernel (a serial one drafts all in one call).
 _DRAFT_RUN = 1024
@@ -172,7 +173,7 @@ def step_MODE(mode, max_steps, actions, step_table):
     the check pass for that reason; tests/test_vectorised.py guards the serial and parallel
     loops of CartPole, Pendulum and the MountainCars).
     """
-    # VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS
+    # VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS, TELEMETRY_VIEWS
     # aliased = FIRST VIEW OF step_table OVERLAPPING actions
     if aliased >= 0:
         return ALIASED_ARRAY, aliased
@@ -213,7 +214,7 @@ def step_MODE(mode, max_steps, actions, step_table):
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         if not (mode == NEXT_STEP and STEP_USES_RNG and was_done[i]):
-            reward, terminated = _step_and_write(s, p, np.uint64(i), STEP_ACTIONS, events, rng, obs, masks)
+            reward, terminated = _step_and_write(s, p, np.uint64(i), STEP_ACTIONS, events, rng, obs, masks, TELEMETRY_RING)
             finish_step(np.uint64(i), reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
     # STEP PER ENV END
     # STEP RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1: the same steps, one call a run)
@@ -221,7 +222,7 @@ def step_MODE(mode, max_steps, actions, step_table):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         lo = c * RUN_LENGTH
         _step_run(s, p, lo, min(n, lo + RUN_LENGTH), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
-                  events, rng, obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done)
+                  events, rng, obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done, TELEMETRY_RING)
     # STEP RUNS END
     if mode == NEXT_STEP and not STEP_USES_RNG:
         # Envs that were due for reset were stepped from their final state above (a step
