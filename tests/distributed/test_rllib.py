@@ -65,5 +65,5 @@ def test_the_vecsim_prefix_finds_the_ids_in_a_process_that_never_imported_vecsim
 
 @pytest.mark.slow
 def test_ppo_on_two_env_runners_reaches_450(cluster):
-    names = run_readme_snippet("rllib")  # the README's example, as written there
+    names = run_readme_snippet("rllib")  # docs/ray.md's config, as written there
     assert names["result"]["env_runners"]["episode_return_mean"] >= 450
