@@ -1,7 +1,7 @@
 """Random legal Blokus play in Numba on one thread: moves/s with the full mask every move.
 
     python -m vecsim.games.blokus.bench [--variant classic] [--num-envs 256] [--seconds 3]
-                                        [--blokus-rl /path/to/python]
+                                        [--blokus-rl /path/to/python] [--env-level]
 
 Every move writes the acting seat's whole ``(91 * S * S,)`` bool mask (env ``i``'s row of an
 ``(N, A)`` batch), draws a uniform legal action from the env's own random stream, finds it by
@@ -14,6 +14,11 @@ test.
 ``--blokus-rl`` names a Python that has ``blokus-rl`` installed (keep it out of this project's
 environment); its raw API (``PyBlokus``: observe, read ``action_mask``, step) is timed in the
 same run, one game after another, for the side-by-side ratio.
+
+``--env-level`` times the same random legal play through the Gymnasium ``VectorEnv`` of
+``vecsim/Blokus-v0`` in selfplay mode (``copy=True``, NEXT_STEP: what a trainer gets, the
+mask read from ``info["action_mask"]``) at 16 and 256 envs, each with 1 and 2 Numba threads
+(a fresh process each, ``NUMBA_NUM_THREADS``).
 """
 
 from __future__ import annotations
@@ -164,12 +169,50 @@ print(moves / (time.perf_counter() - t0))
 """
 
 
+_ENV_LEVEL = r"""
+import sys, time
+import gymnasium as gym
+import numpy as np
+import vecsim
+n, seconds = int(sys.argv[1]), float(sys.argv[2])
+env = gym.make_vec("vecsim/Blokus-v0", num_envs=n, vectorization_mode="vector_entry_point")
+obs, info = env.reset(seed=0)
+keys = np.random.default_rng(0).integers(1, 256, size=info["action_mask"].shape, dtype=np.uint8)
+product, actions = np.empty_like(keys), np.zeros(n, np.int64)
+def step():
+    global obs, info
+    np.multiply(keys, info["action_mask"].view(np.uint8), out=product)  # a random legal move per env
+    obs, r, term, trunc, info = env.step(product.argmax(axis=1, out=actions))
+for _ in range(20):
+    step()
+steps, t0 = 0, time.perf_counter()
+while time.perf_counter() - t0 < seconds:
+    step()
+    steps += 1
+print(steps * n / (time.perf_counter() - t0))
+"""
+
+
+def env_level(seconds: float) -> dict:
+    """Placements/s through the VectorEnv, by (num_envs, Numba threads), each in a fresh process."""
+    import os
+
+    out = {}
+    for n in (16, 256):
+        for threads in (1, 2):
+            run = subprocess.run([sys.executable, "-c", _ENV_LEVEL, str(n), str(seconds)], capture_output=True,
+                                 text=True, check=True, env=dict(os.environ, NUMBA_NUM_THREADS=str(threads)))
+            out[n, threads] = float(run.stdout.strip().splitlines()[-1])
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--variant", default="classic", choices=sorted(board.VARIANTS))
     ap.add_argument("--num-envs", type=int, default=256)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--blokus-rl", metavar="PYTHON", help="a Python with blokus-rl installed")
+    ap.add_argument("--env-level", action="store_true", help="also time the VectorEnv at 16/256 envs, 1/2 threads")
     args = ap.parse_args(argv)
 
     b = board.new_boards(args.num_envs, args.variant)
@@ -201,6 +244,11 @@ def main(argv=None):
         theirs = float(out.stdout.strip().splitlines()[-1])
         print(f"  blokus-rl 0.4.0 raw API (observe + mask + step):         {theirs:12,.0f} moves/s")
         print(f"  ratio vecsim / blokus-rl: batch-major {batch / theirs:.1f}x, env-major {env / theirs:.1f}x")
+    if args.env_level:
+        print("  VectorEnv (copy=True, NEXT_STEP, mask from info), placements/s:")
+        for (n, threads), rate in env_level(args.seconds).items():
+            ratio = f"  ({rate / theirs:.1f}x blokus-rl)" if args.blokus_rl else ""
+            print(f"    {n:4d} envs, {threads} thread{'s' if threads > 1 else ' '}: {rate:12,.0f}{ratio}")
     return 0
 
 

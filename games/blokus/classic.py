@@ -33,7 +33,9 @@ Seats (``mode``)
     the step by the built-in ``opponent``, ``"random"`` (uniform over legal moves, from the
     env's random stream, default) or ``"greedy"`` (a largest piece; ties to the lowest action
     index), each seat playing every turn it has a move until seat 0 is to move again or the
-    game ends. ``acting_seat`` is then always 0.
+    game ends. ``acting_seat`` is then always 0. ``opponent=f``, a callable
+    ``f(obs, mask) -> actions``, plays the other seats out of the kernel instead
+    (``vecsim.engine.opponents``): every step still returns at seat 0's turn.
 Starting State
     An empty board, full sets, seat 0 to move.
 Episode End

@@ -21,12 +21,14 @@ from vecsim.games.blokus.pieces import N_ORIENT, N_PIECES, ORIENT_SIZE
 
 #: What an id module (``classic.py``, ``duo.py``) takes from here with ``import *``.
 __all__ = [
-    "CHOICES", "EVENTS", "KERNEL_HINTS", "PHYSICAL_STATE", "STRUCTURAL", "Params", "State", "check_params", "enforce_mask", "info_fields",
+    "CALLABLE_OPPONENT", "CHOICES", "EVENTS", "KERNEL_HINTS", "PHYSICAL_STATE", "STRUCTURAL", "Params", "State", "check_params", "enforce_mask", "info_fields",
     "prepare_params", "reset_env", "step_env", "write_mask", "write_obs", "render_rgb", "render_text",
 ]
 SELFPLAY, SINGLE = 0, 1
-RANDOM, GREEDY = 0, 1
-CHOICES = {"mode": ("selfplay", "single"), "opponent": ("random", "greedy")}
+RANDOM, GREEDY, CALLABLE = 0, 1, 2
+CHOICES = {"mode": ("selfplay", "single"), "opponent": ("random", "greedy", "callable")}
+#: ``opponent=f`` in single mode: f plays the other seats out of the kernel (vecsim.engine.opponents).
+CALLABLE_OPPONENT = ("opponent", "callable")
 EVENTS = ("placements", "passes")
 EV_PLACEMENTS, EV_PASSES = range(2)
 PHYSICAL_STATE = ()  # no reference state vector
@@ -41,7 +43,7 @@ DUO_START = np.array(VARIANTS["duo"][1], np.int64)
 
 class Params(NamedTuple):
     mode: float = 0.0  # 0 selfplay, 1 single (the learner is seat 0)
-    opponent: float = 0.0  # single mode: 0 random legal, 1 greedy (largest piece first)
+    opponent: float = 0.0  # single mode: 0 random legal, 1 greedy (largest piece first), 2 a callable's
 
 
 class State(NamedTuple):
@@ -77,6 +79,9 @@ def check_params(values: dict) -> None:
         if np.any(bad):
             raise ValueError(f"Blokus {name} must be one of {names} (or 0..{len(names) - 1}), "
                              f"but got {name}={v.flat[int(np.flatnonzero(bad)[0])]}")
+    if np.any(np.asarray(values["opponent"]) == CALLABLE) and np.any(np.asarray(values["mode"]) != SINGLE):
+        raise ValueError("Blokus opponent=f (a callable) plays the other seats of mode='single', "
+                         "but got mode='selfplay', where every seat is the caller's")
 
 
 def _allocate_state(num_envs: int, float_dtype, params, seats: int, size: int) -> State:
@@ -135,7 +140,8 @@ def _finish_turn(s, p, i):
     """Set the acting seat, its corner cells and, once the game is over, the final scores."""
     seats = s.rows.shape[1]
     single = np.int64(param(p.mode, i)) == SINGLE
-    s.acting_seat[i] = 0 if single else s.to_move[i]
+    external = np.int64(param(p.opponent, i)) == CALLABLE  # the other seats step one move at a time
+    s.acting_seat[i] = 0 if single and (not external or s.game_over[i]) else s.to_move[i]
     if s.game_over[i]:
         for r in range(s.rows.shape[2]):
             s.legal_corners[i, r] = 0
@@ -196,7 +202,7 @@ def step_env(s, p, i, actions, events, rng):
         s.seat_rewards[i, q] = -rules.score(s, i, q)
     passes = rules.play(s, i, np.int64(actions[i]))
     placements = 1
-    if np.int64(param(p.mode, i)) == SINGLE:
+    if np.int64(param(p.mode, i)) == SINGLE and np.int64(param(p.opponent, i)) != CALLABLE:
         while not s.game_over[i] and s.to_move[i] != 0:
             passes += rules.play(s, i, _opponent_action(s, p, i, s.to_move[i], rng))
             placements += 1

@@ -26,12 +26,14 @@ def placed_pieces(eng):
     return N_PIECES - np.array([[bin(int(v)).count("1") for v in row] for row in left])
 
 
+@pytest.mark.parametrize("mode", ["selfplay", "single"])
 @pytest.mark.parametrize("blokus_id", [CLASSIC, DUO])
-def test_vector_env_contract(blokus_id):
-    check_vector_env(blokus_id, num_envs=2, steps=60)
+def test_vector_env_contract(blokus_id, mode):
+    check_vector_env(blokus_id, num_envs=2, steps=60, mode=mode)
 
 
-@pytest.mark.parametrize("blokus_id, mode", [(CLASSIC, "selfplay"), (DUO, "single")])
+@pytest.mark.parametrize("mode", ["selfplay", "single"])
+@pytest.mark.parametrize("blokus_id", [CLASSIC, DUO])
 def test_engine_contract(blokus_id, mode):
     check_engine(blokus_id, num_envs=5, steps=60, mode=mode)
 

@@ -164,9 +164,9 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     text = re.sub(r"\bWRITE_MASK\b", mask_fn, text)
     two_pass = not fast and game.has("pre_step_fix_env")
     if fast or two_pass or not game.has("pre_step_env"):  # no empty parallel region
-        text = re.sub(r"    # PRE STEP BEGIN.*?# PRE STEP END\n", "", text, flags=re.S)
+        text = re.sub(r"^ *# PRE STEP BEGIN.*?# PRE STEP END\n", "", text, flags=re.S | re.M)
     if not two_pass:
-        text = re.sub(r"    # PRE STEP DRAFT BEGIN.*?# PRE STEP DRAFT END\n", "", text, flags=re.S)
+        text = re.sub(r"^ *# PRE STEP DRAFT BEGIN.*?# PRE STEP DRAFT END\n", "", text, flags=re.S | re.M)
         text = re.sub(r"\n_draft_run = .*# DRAFT RUN .*", "", text)
     text = re.sub(r"\bSTEP_ACTIONS\b", "acts32" if discrete else "actions", text)
     if not discrete:
@@ -174,7 +174,7 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
     text = _keep_one(text, "STEP PER ENV", "STEP RUNS", game.hints.envs_per_call)
     if not game.enforces_mask:
-        text = re.sub(r"    # MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S)
+        text = re.sub(r"^ *# MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S | re.M)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
     text = text.replace('"PRECISION"', repr(precision))
     return _pad_signatures(text if tables is None else render_table_views(text, tables))

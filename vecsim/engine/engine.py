@@ -23,6 +23,7 @@ from vecsim.engine.abi import OUTPUT, RING, STATE, buffer_spec, engine_event_nam
 from vecsim.engine.chooser import KernelChooser, adapt_enabled, numba_threads
 from vecsim.engine.codegen import address_table, load_kernels, table_specs
 from vecsim.engine.game import GameSpec
+from vecsim.engine.opponents import CallableOpponent, split_opponent
 from vecsim.engine.reset_mask import ResetMask
 from vecsim.engine.reset_params import params_after_reset
 from vecsim.engine.step_result import StepResult
@@ -251,7 +252,10 @@ class Engine:
         Such games get that event column after their own, whichever the policy.
     **params
         Game constants (the fields of the game's ``Params``): a scalar, or a sequence of
-        ``num_envs`` values for per-env constants.
+        ``num_envs`` values for per-env constants. A game with ``CALLABLE_OPPONENT`` also
+        takes a callable ``f(obs, mask) -> actions`` for that field: it plays every seat but
+        seat 0 out of the kernel (``vecsim.engine.opponents``), and every step returns once
+        each env is back at seat 0 or has finished.
     """
 
     def __init__(self, game: GameSpec, num_envs: int, *, precision: str = "float64",
@@ -282,6 +286,7 @@ class Engine:
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self._max_steps = 0 if self.max_episode_steps is None else self.max_episode_steps
         self._float = np.float32 if precision == "float32" else np.float64
+        params, opponent = split_opponent(game, params)
         self._read_game(params)
         capacity = check_capacity(telemetry, game.name, game.telemetry_events)
         #: Every output array this engine writes, versioned (``vecsim.engine.abi.BufferSpec``).
@@ -289,6 +294,8 @@ class Engine:
         self._allocate(buffers, capacity)
         self._parallel_choice = parallel
         self._load_kernels(parallel)
+        #: The ``CallableOpponent`` playing the seats but seat 0, or ``None`` (seats in the kernel).
+        self.opponent = None if opponent is None else CallableOpponent(self, opponent)
         #: Extra per-step arrays of the game (info key -> (num_envs, ...) view of its state).
         self.info_arrays = {key: getattr(self.state, field)
                             for key, field in game.info_fields(self.params_scalar).items()}
@@ -665,6 +672,8 @@ class Engine:
         self._check_reset(self._reset_kernel(self._all_words, mode, base, self._reset_table))
         self._detached = None
         self._has_reset = True
+        if self.opponent is not None:
+            self.opponent.play(same_step=False, add_rewards=False)
         return self.obs
 
     def reset_envs(self, mask, seed=None, **params) -> np.ndarray:
@@ -684,7 +693,7 @@ class Engine:
         """
         result = self.result
         if (mask is result.done_mask and seed is None and not params and not self._closed and self._seeded
-                and self._detached is None):
+                and self._detached is None and self.opponent is None):
             # The operant loop (step_no_reset, then reset_envs(result.to_reset_mask())): the mask
             # the step kernel packed and counted, each env continuing its stream. Nothing to
             # check or convert; what the general path below would do, minus its Python (and the
@@ -709,6 +718,8 @@ class Engine:
         self._check_reset(self._reset_envs_kernel(mask)(words, mode, base, self._reset_table))
         if not self._has_reset:
             self._has_reset = bool(np.array_equal(words, self._all_words))
+        if self.opponent is not None:
+            self.opponent.play(same_step=False, add_rewards=False)
         return self.obs
 
     def _set_params(self, public, P: np.ndarray, scalar) -> None:
@@ -778,6 +789,9 @@ class Engine:
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
+        if self.opponent is not None:
+            self.opponent.play(same_step=False)
+            return result  # done_mask None: to_reset_mask reads the flags
         result.done_mask = self._done_mask
         result.num_done = index
         return result
@@ -802,6 +816,8 @@ class Engine:
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
+        if self.opponent is not None:
+            self.opponent.play(same_step=False)
         return self.obs, self.rewards, self.terminals, self.truncations
 
     def step_mode(self, mode: int, actions) -> None:
@@ -828,12 +844,40 @@ class Engine:
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = None
+        if self.opponent is not None:
+            self.opponent.play(same_step=mode == SAME_STEP)
 
     @property
     def fresh_outputs_ok(self) -> bool:
         """Whether ``step_mode_fresh`` may be used: the game's ``write_obs`` fills whole rows
-        (``KernelHints.write_obs_fills_row``) and no caller-supplied buffer must receive the outputs."""
-        return self._fills_rows and not self._buffers_given
+        (``KernelHints.write_obs_fills_row``), no caller-supplied buffer must receive the outputs
+        and no seat is played out of the kernel (whose steps continue in the engine's buffers)."""
+        return self._fills_rows and not self._buffers_given and self.opponent is None
+
+    def step_envs(self, mask, actions) -> StepResult:
+        """Step once, without resetting any, only the envs in ``mask`` (a ``ResetMask`` or a
+        ``(num_envs,)`` bool array); the others keep their state and outputs.
+
+        ``actions`` has the batch's full shape; only the masked envs' entries are read and
+        checked. A finished env in the mask raises ``ValueError`` (reset it first), as does an
+        action outside its binding mask; nothing is stepped then. Returns ``self.result``
+        (views; ``to_reset_mask`` reads the flags).
+        """
+        self.check_open()
+        self.check_started()
+        acts = self.coerce_actions(actions)
+        words = self._words_of(mask)
+        self._attach_outputs()
+        self._forget_done()
+        status, index = self._kernels.step_envs(words, self._max_steps, acts, self._step_table)
+        if status:
+            self._raise_step_error(status, index, acts)
+        return self.result
+
+    def reset_same_step(self, mask) -> None:
+        """Reset the envs in ``mask`` as a SAME_STEP step resets a finished env: the
+        observation goes to ``final_obs`` (``has_final`` set), the reward, flags and events stay."""
+        self._kernels.reset_same_step(self._words_of(mask), self._step_table)
 
     def step_mode_fresh(self, mode: int, actions):
         """Run the step kernel in ``mode`` (``NEXT_STEP`` or ``SAME_STEP``) on ``actions``,

@@ -53,6 +53,12 @@ Optional, with the default this reader gives:
                                ``step_env`` returns the reward of the seat that acted. The engine
                                reports both in every step's info (``acting_seat``,
                                ``seat_rewards``), in every front end
+``CALLABLE_OPPONENT``          none: with ``SEATS`` > 1, ``(field, choice)``: a Python callable
+                               given for the ``Params`` field ``field`` plays every seat but
+                               seat 0 out of the kernel (``vecsim.engine.opponents``), the
+                               field taking the named ``choice``, under which ``step_env`` plays
+                               the move of whichever seat ``acting_seat`` names and leaves
+                               ``acting_seat`` at 0 once the episode has ended
 ``TRAIN_PRESETS``              none: algorithm (``"ppo"``, ``"maskable-ppo"``, ``"dqn"``, ``"sac"``,
                                ``"a2c"``) -> ``dict(hyperparameters=..., num_envs=..., steps=...,
                                source=..., step_bonus=0.0)``, the tuned settings ``vecsim train``
@@ -141,6 +147,8 @@ class GameSpec:
         Names of the game's telemetry event kinds (``()``: the game reports no telemetry).
     train_presets : dict
         Algorithm -> the settings ``vecsim train`` starts from (``{}``: SB3's defaults).
+    callable_opponent : tuple or None
+        ``(Params field, choice name)`` under which a callable plays the seats but seat 0.
     """
 
     module: ModuleType
@@ -164,6 +172,7 @@ class GameSpec:
     seats: int = 1
     train_presets: dict = field(default_factory=dict)
     telemetry_events: tuple = ()
+    callable_opponent: tuple | None = field(default=None)
 
     # -- what the module computes, asked through the reader --------------------------------
     def observation_space(self, params) -> spaces.Space:
@@ -329,6 +338,7 @@ def load_game(module) -> GameSpec:
         seats=seats,
         train_presets=_train_presets(mod, where),
         telemetry_events=_telemetry_events(mod, where),
+        callable_opponent=_callable_opponent(mod, where, seats),
     )
 
 
@@ -352,6 +362,18 @@ def _names(mod, name: str, default, where: str) -> tuple:
     if isinstance(value, str) or not all(isinstance(v, str) for v in value):
         raise TypeError(f"{where}: {name} must be a tuple of names, but got {value!r}")
     return tuple(value)
+
+
+def _callable_opponent(mod, where: str, seats: int) -> tuple | None:
+    """The module's ``CALLABLE_OPPONENT`` checked (``None`` where it declares none)."""
+    value = _optional(mod, "CALLABLE_OPPONENT", None)
+    if value is None:
+        return None
+    if (seats < 2 or not isinstance(value, tuple) or len(value) != 2 or value[0] not in mod.Params._fields
+            or not isinstance(value[1], str)):
+        raise TypeError(f"{where}: CALLABLE_OPPONENT must be a (Params field, choice name) pair of a game with "
+                        f"SEATS > 1, but got {value!r} (SEATS = {seats})")
+    return value
 
 
 #: Keys of a ``TRAIN_PRESETS`` entry, the first four required.

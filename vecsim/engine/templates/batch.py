@@ -312,3 +312,72 @@ def observe_MODE(obs, masks, term, needs_reset, P, STATE_ARGS):
 
 
 # KERNELS END
+
+
+# Steps of a subset of the envs (vecsim.engine.opponents: the envs whose turn belongs to a seat
+# played out of the kernel), serial only: the envs of a subset wait on a Python call anyway.
+
+
+@njit(**OPTS_SERIAL)
+def step_envs(words, max_steps, actions, step_table):
+    """Step once, without resetting any, only the envs whose bit is set in ``words``; the
+    others keep their state and outputs. Returns ``(status, env index)`` as ``step_serial``
+    does, ``(OK, -1)`` once stepped; nothing is stepped unless every action of the subset
+    passes."""
+    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS
+    n = elapsed.shape[0]
+    needs_reset = needs_pad[:n]
+    for w in range(words.shape[0]):
+        word = words[w]
+        while word != 0:
+            i = w * 64 + ctz(word)
+            word &= word - _ONE
+            if i >= n:
+                break
+            p = Params(PARAM_ROWS)
+            if not ACTION_OK(p, actions, i):
+                return BAD_ACTION, i
+            if needs_reset[i]:
+                return FINISHED_ENV, i
+            # MASK CHECK BEGIN (kept only for games that declare enforce_mask)
+            if not FLAG_INVALID and _game.enforce_mask(p, i) and not masks[i, actions[i]]:
+                return ILLEGAL_ACTION, i
+            # MASK CHECK END
+            acts32[i] = actions[i]  # NARROW ACTIONS (kept only for Discrete actions)
+    for w in range(words.shape[0]):
+        word = words[w]
+        while word != 0:
+            i = w * 64 + ctz(word)
+            word &= word - _ONE
+            if i >= n:
+                break
+            s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+            # PRE STEP BEGIN (kept only for games with a pre_step_env and no pre_step_fix_env)
+            _game.pre_step_env(s, p, np.uint64(i), STEP_ACTIONS)
+            # PRE STEP END
+            # PRE STEP DRAFT BEGIN (kept only for games with a pre_step_fix_env: the draft, then the fix)
+            _draft_run(s, p, i, i + 1, STEP_ACTIONS)
+            _game.pre_step_fix_env(s, p, np.uint64(i), STEP_ACTIONS)
+            # PRE STEP DRAFT END
+            reward, terminated = _step_and_write(s, p, np.uint64(i), STEP_ACTIONS, events, rng, obs, masks)
+            finish_step(np.uint64(i), reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
+    return OK, -1
+
+
+@njit(**OPTS_SERIAL)
+def reset_same_step(words, step_table):
+    """Reset the envs whose bit is set in ``words`` as a SAME_STEP step resets a finished env:
+    its observation to ``final_obs``, its reward, flags and events kept, ``has_final`` set."""
+    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS
+    n = elapsed.shape[0]
+    needs_reset = needs_pad[:n]
+    for w in range(words.shape[0]):
+        word = words[w]
+        while word != 0:
+            i = w * 64 + ctz(word)
+            word &= word - _ONE
+            if i >= n:
+                break
+            s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+            _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset, has_final,
+                             obs, masks, final_obs, np.bool_(True))

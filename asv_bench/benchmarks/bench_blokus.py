@@ -1,0 +1,65 @@
+"""Blokus-v0 and BlokusDuo-v0 per way of playing the seats: ``Engine.step`` speed.
+
+``selfplay``: a step is one placement by the acting seat. ``random`` and ``greedy``: single
+mode, a step is the learner's placement and the other seats' inside the kernel. ``callable``:
+single mode with the greedy opponent written in NumPy and played out of the kernel
+(``vecsim.engine.opponents``). The learner's moves are random legal ones chosen by
+``bench.LegalActions`` inside the timed step; steps/s are learner decisions per second. The
+kernels are compiled (or loaded from the cache) in ``setup``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .common import bench, vecsim
+
+IDS = ("Blokus-v0", "BlokusDuo-v0")
+SEATINGS = ("selfplay", "random", "greedy", "callable")
+NUM_ENVS = (16, 256)
+
+
+def _greedy(obs, mask):
+    """The built-in greedy opponent in NumPy: a largest piece, ties to the lowest action."""
+    from vecsim.games.blokus.pieces import ORIENT_SIZE
+
+    size = ORIENT_SIZE[np.arange(mask.shape[1]) // (mask.shape[1] // ORIENT_SIZE.shape[0])]
+    return np.where(mask, size, -1).argmax(axis=1)
+
+
+def _params(seating: str) -> dict:
+    if seating == "selfplay":
+        return {"mode": "selfplay"}
+    return {"mode": "single", "opponent": _greedy if seating == "callable" else seating}
+
+
+class BlokusStep:
+    """``Engine.step`` with a random legal learner move per env."""
+
+    timeout = 600.0  # a cold cache compiles the Blokus kernels in setup
+    params = (IDS, SEATINGS, NUM_ENVS)
+    param_names = ("game", "seating", "num_envs")
+
+    def setup(self, game, seating, num_envs):
+        self.engine = vecsim.make(bench.full_id(game), num_envs, **_params(seating))
+        self.engine.reset(seed=0)
+        self.choose = bench.LegalActions(self.engine.masks, seed=0)
+        self.engine.step(self.choose())
+
+    def teardown(self, game, seating, num_envs):
+        self.engine.close()
+
+    def time_step(self, game, seating, num_envs):
+        self.engine.step(self.choose())
+
+    def track_placements_per_second(self, game, seating, num_envs):
+        eng, choose = self.engine, self.choose
+        placements, start = 0, time.perf_counter()
+        while time.perf_counter() - start < 0.5:
+            eng.step(choose())
+            placements += int(eng.events[:, 0].sum())  # every seat's placements
+        return placements / (time.perf_counter() - start)
+
+    track_placements_per_second.unit = "placements/s"

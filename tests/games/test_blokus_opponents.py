@@ -1,0 +1,169 @@
+"""Blokus's seats played out of the kernel by a Python callable (``mode="single",
+opponent=f``; ``vecsim.engine.opponents``): a callable that plays greedy gives exactly the
+in-kernel greedy opponent's games in every front end and autoreset mode, every opponent plays
+every turn it has a move, a seeded callable gives the same games, and a bad callable's output
+is refused naming the env and the seat."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import vecsim
+from vecsim.games.blokus.pieces import N_PIECES, ORIENT_SIZE
+
+CLASSIC, DUO = "vecsim/Blokus-v0", "vecsim/BlokusDuo-v0"
+
+
+def greedy(obs, mask):
+    """The built-in greedy opponent in Python: a largest piece, ties to the lowest action."""
+    cells = mask.shape[1] // ORIENT_SIZE.shape[0]
+    size = ORIENT_SIZE[np.arange(mask.shape[1]) // cells]
+    return np.where(mask, size, -1).argmax(axis=1)
+
+
+def seeded_random(seed):
+    rng = np.random.default_rng(seed)
+    calls = []
+
+    def play(obs, mask):
+        calls.append(mask.shape[0])
+        return (rng.random(mask.shape) * mask).argmax(axis=1)
+
+    play.calls = calls
+    return play
+
+
+def learner_actions(masks, rng):
+    return (rng.random(masks.shape) * masks).argmax(axis=1)
+
+
+def placed_pieces(eng):
+    """(N, P) pieces each seat has placed."""
+    left = eng.state.pieces_left
+    return N_PIECES - np.array([[bin(int(v)).count("1") for v in row] for row in left])
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+def test_a_greedy_callable_plays_the_games_of_the_built_in_greedy_opponent(mode):
+    envs = [gym.make_vec(CLASSIC, num_envs=3, vectorization_mode="vector_entry_point", autoreset_mode=mode,
+                         mode="single", opponent=opponent) for opponent in ("greedy", greedy)]
+    outs = [env.reset(seed=5) for env in envs]
+    rng = np.random.default_rng(5)
+    finished = 0
+    for _ in range(40):
+        actions = learner_actions(outs[0][1]["action_mask"], rng)
+        outs = [env.step(actions) for env in envs]
+        (obs, rew, term, trunc, info), (obs2, rew2, term2, trunc2, info2) = outs
+        for key in obs:
+            np.testing.assert_array_equal(obs[key], obs2[key])
+        np.testing.assert_array_equal(rew, rew2)
+        np.testing.assert_array_equal(term, term2)
+        for key in ("action_mask", "placements", "passes", "acting_seat", "seat_rewards", "final_scores", "winner"):
+            np.testing.assert_array_equal(info[key], info2[key], err_msg=key)
+        if mode == "same_step" and term.any():
+            for key in obs:
+                np.testing.assert_array_equal(info["final_obs"][term][0][key], info2["final_obs"][term][0][key])
+        finished += int(term.sum())
+        outs = [(o[0], o[4]) for o in outs]
+    assert finished >= 3  # every env finished a game and went on into the next
+    for env in envs:
+        env.close()
+
+
+def test_a_greedy_callable_matches_in_the_engine_without_reset():
+    engines = [vecsim.make(DUO, 4, mode="single", opponent=opponent) for opponent in ("greedy", greedy)]
+    for eng in engines:
+        eng.reset(seed=3)
+    rng = np.random.default_rng(3)
+    a, b = engines
+    while not a.terminals.any():
+        actions = learner_actions(a.masks, rng)
+        for eng in engines:
+            eng.step_no_reset(actions)
+        for x, y in ((a.obs, b.obs), (a.rewards, b.rewards), (a.terminals, b.terminals), (a.events, b.events),
+                     (a.seat_rewards, b.seat_rewards), (a.state.final_scores, b.state.final_scores)):
+            np.testing.assert_array_equal(x, y)
+    assert np.array_equal(a.result.to_reset_mask().to_bools(), a.terminals)
+    assert np.array_equal(b.result.to_reset_mask().to_bools(), b.terminals)
+
+
+@pytest.mark.parametrize("blokus_id", [CLASSIC, DUO])
+def test_every_callable_opponent_plays_every_turn_it_has_a_move(blokus_id):
+    opponent = seeded_random(1)
+    eng = vecsim.make(blokus_id, 6, mode="single", opponent=opponent)
+    eng.reset(seed=1)
+    rng = np.random.default_rng(1)
+    seats = eng.num_seats
+    while True:
+        assert not eng.acting_seat.any() and not eng.state.to_move.any()  # every env back at the learner
+        before = placed_pieces(eng)
+        eng.step(learner_actions(eng.masks, rng))
+        if eng.terminals.any():
+            break
+        done = placed_pieces(eng) - before
+        assert np.all(done[:, 0] == 1)
+        # each opponent placed one piece unless it is out for good
+        assert np.all((done[:, 1:] == 1) | eng.state.out[:, 1:])
+        assert np.array_equal(eng.events[:, 0], done.sum(axis=1))
+    assert sum(opponent.calls) > 6 * (seats - 1)
+
+
+def test_a_seeded_callable_gives_the_same_games():
+    runs = []
+    for _ in range(2):
+        eng = vecsim.make(DUO, 5, mode="single", opponent=seeded_random(9))
+        eng.reset(seed=9)
+        rng = np.random.default_rng(9)
+        trace = []
+        for _ in range(30):
+            eng.step(learner_actions(eng.masks, rng))
+            trace.append((eng.obs.copy(), eng.rewards.copy(), eng.terminals.copy(), eng.state.final_scores.copy()))
+        runs.append(trace)
+    for a, b in zip(*runs):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    (lambda obs, mask: np.zeros(mask.shape[0] + 1, np.int64), ValueError, ["shape (3,)", "shape (4,)"]),
+    (lambda obs, mask: mask.argmax(axis=1).astype(np.float64), TypeError, ["integer", "float64", "env 0", "seat 1"]),
+    (lambda obs, mask: np.full(mask.shape[0], mask.shape[1]), ValueError, ["env 0", "seat 1", "outside"]),
+    (lambda obs, mask: (~mask).argmax(axis=1), ValueError, ["env 0", "seat 1", "not a legal move"]),
+])
+def test_a_bad_callable_output_is_refused_naming_the_env_and_seat(bad, error, words):
+    eng = vecsim.make(DUO, 3, mode="single", opponent=bad)
+    eng.reset(seed=0)
+    with pytest.raises(error) as info:
+        eng.step(eng.masks.argmax(axis=1))
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_a_callable_opponent_needs_single_mode_and_a_function():
+    with pytest.raises(ValueError, match="mode='single'"):
+        vecsim.make(DUO, 2, mode="selfplay", opponent=greedy)
+    with pytest.raises(ValueError, match="passing a function as opponent"):
+        vecsim.make(DUO, 2, mode="single", opponent="callable")
+    with pytest.raises(TypeError, match="takes no callable"):
+        vecsim.make("vecsim/CartPole-v1", 2, gravity=greedy)
+
+
+def test_sb3_adapter_steps_against_a_callable_opponent():
+    pytest.importorskip("stable_baselines3")
+    from vecsim.trainers.sb3 import SB3VecEnv
+
+    venv = SB3VecEnv(DUO, 4, seed=0, mode="single", opponent=greedy)
+    venv.reset()
+    rng = np.random.default_rng(0)
+    games = 0
+    for _ in range(60):
+        masks = np.stack(venv.env_method("action_masks"))
+        _, _, dones, infos = venv.step(learner_actions(masks, rng))
+        for i in np.flatnonzero(dones):
+            games += 1
+            assert infos[i]["episode"]["r"] == infos[i]["episode"]["r"]  # a Monitor episode
+        assert not venv.engine.acting_seat.any()
+    assert games >= 4
+    venv.close()

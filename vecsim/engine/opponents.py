@@ -1,0 +1,110 @@
+"""Seats played out of the kernel by a Python callable (a game's ``CALLABLE_OPPONENT``).
+
+The learner is seat 0. After each of its steps (and after a reset) the envs whose turn
+belongs to another seat are stepped alone, by the ``step_envs`` kernel, with the callable's
+actions for them, until every env is back at seat 0 or has finished; the other envs wait. So
+a step of any front end returns only when every env is at the learner's seat: its reward,
+``seat_rewards`` and events are summed over the learner's move and the opponents' moves after
+it, and a finished env is reset as the autoreset mode resets it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+LEARNER = 0
+
+
+def split_opponent(game, params: dict) -> tuple[dict, object]:
+    """``(params, opponent)``: a callable given for the game's ``CALLABLE_OPPONENT`` field
+    taken out of ``params`` (the field set to the game's choice name for it), or ``None``."""
+    spec = game.callable_opponent
+    if spec is None:
+        bad = [k for k, v in params.items() if callable(v)]
+        if bad:
+            raise TypeError(f"{game.name} takes no callable parameter, but got {bad[0]}={params[bad[0]]!r}")
+        return params, None
+    name, choice = spec
+    value = params.get(name)
+    if isinstance(value, str) and value == choice:
+        raise ValueError(f"{game.name} {name}={choice!r} is set by passing a function as {name}: "
+                         f"{name}=f, with f(obs, mask) -> actions")
+    if not callable(value):
+        return params, None
+    return {**params, name: choice}, value
+
+
+class CallableOpponent:
+    """The seats but seat 0 of ``engine``'s envs played by ``policy(obs, mask) -> actions``:
+    ``obs`` the ``(k, obs_dim)`` flat observations (from the acting seat's point of view) and
+    ``mask`` the ``(k, n_actions)`` bool legal moves of the ``k`` envs waiting on an opponent,
+    in env order; the result ``k`` integer actions, each legal."""
+
+    def __init__(self, engine, policy):
+        self.engine = engine
+        self.policy = policy
+        self._actions = engine.zero_actions()
+
+    def _actions_for(self, envs: np.ndarray) -> np.ndarray:
+        eng = self.engine
+        masks = eng.masks[envs]
+        out = self.policy(eng.obs[envs], masks)
+        try:
+            acts = np.asarray(out)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"the opponent callable must return an array of actions, but returned "
+                            f"{type(out).__name__}: {exc}") from None
+        k = envs.shape[0]
+        seats = eng.acting_seat
+        if acts.shape != (k,):
+            raise ValueError(f"the opponent callable must return shape ({k},), one action for each env it was given "
+                             f"(envs {envs[:8].tolist()}{'...' if k > 8 else ''}), but returned shape {acts.shape}")
+        if acts.dtype.kind not in "iu":
+            raise TypeError(f"the opponent callable must return integer actions, but returned dtype {acts.dtype} "
+                            f"(env {int(envs[0])}, seat {int(seats[envs[0]])})")
+        n_actions = masks.shape[1]
+        out_of_range = (acts < 0) | (acts >= n_actions)
+        if out_of_range.any():
+            j = int(np.flatnonzero(out_of_range)[0])
+            raise ValueError(f"the opponent callable returned action {acts[j]} for env {int(envs[j])} "
+                             f"(seat {int(seats[envs[j]])}), outside Discrete({n_actions})")
+        illegal = ~masks[np.arange(k), acts]
+        if illegal.any():
+            j = int(np.flatnonzero(illegal)[0])
+            raise ValueError(f"the opponent callable returned action {acts[j]} for env {int(envs[j])} "
+                             f"(seat {int(seats[envs[j]])}), which is not a legal move there (row {j} of the "
+                             f"mask it was given is False at {acts[j]}); nothing of that turn was stepped")
+        return acts
+
+    def play(self, same_step: bool, add_rewards: bool = True) -> None:
+        """Step every env waiting on an opponent until none is. ``same_step``: reset the envs
+        that finish as a SAME_STEP step does (the others wait for the autoreset mode's own).
+        ``add_rewards``: sum the opponents' moves into the step's reward and events (not after
+        a reset, whose outputs are a fresh episode's)."""
+        eng = self.engine
+        seat, waiting_done = eng.acting_seat, eng.needs_reset
+        skip = eng.has_final.copy() if same_step else None  # reset this step: a new episode
+        pending = (seat != LEARNER) & ~waiting_done
+        if skip is not None:
+            pending &= ~skip
+        if not pending.any():
+            return
+        before = (eng.rewards.copy(), eng.events.copy(), eng.seat_rewards.copy())
+        rewards, events, seat_rewards = (a.copy() for a in before)
+        finished = np.zeros(eng.num_envs, np.bool_)
+        while pending.any():
+            envs = np.flatnonzero(pending)
+            self._actions[envs] = self._actions_for(envs)
+            eng.step_envs(pending, self._actions)
+            rewards[envs] += eng.seat_rewards[envs, LEARNER]
+            events[envs] += eng.events[envs]
+            seat_rewards[envs] += eng.seat_rewards[envs]
+            finished[envs] |= waiting_done[envs]
+            pending &= (seat != LEARNER) & ~waiting_done
+        if not add_rewards:
+            rewards, events, seat_rewards = before
+        eng.rewards[:] = rewards
+        eng.events[:] = events
+        eng.seat_rewards[:] = seat_rewards
+        if same_step and finished.any():
+            eng.reset_same_step(finished)
