@@ -24,7 +24,9 @@ from vecsim.trainers.sb3 import SB3VecEnv
 pytestmark = pytest.mark.trainers
 
 TETRIS = {"action_mode": "drop", "preset": "classic"}
-GAMES = [("vecsim/CartPole-v1", {}), ("vecsim/Pendulum-v1", {}), ("vecsim/Tetris-v0", TETRIS)]
+BLOKUS_DUO = {"mode": "single", "opponent": "random"}
+GAMES = [("vecsim/CartPole-v1", {}), ("vecsim/Pendulum-v1", {}), ("vecsim/Tetris-v0", TETRIS),
+         ("vecsim/BlokusDuo-v0", BLOKUS_DUO)]
 
 
 def same(a, b) -> bool:
@@ -55,7 +57,7 @@ def test_steps_equal_sb3s_dummy_vec_env_of_monitored_single_envs(env_id, kwargs)
     finished = 0
     for t in range(steps):
         actions = random_actions(ours, rng)
-        if "Tetris" in env_id:
+        if "Tetris" in env_id or "Blokus" in env_id:
             assert np.array_equal(get_action_masks(ours), get_action_masks(ref))
         obs, rewards, dones, infos = ours.step(actions)
         r_obs, r_rewards, r_dones, r_infos = ref.step(actions)
@@ -64,6 +66,8 @@ def test_steps_equal_sb3s_dummy_vec_env_of_monitored_single_envs(env_id, kwargs)
         assert dones.dtype == np.bool_ and np.array_equal(dones, r_dones), t
         for i in range(n):
             assert set(infos[i]) <= set(r_infos[i]) | {"episode"}, (t, i)
+            for key in set(infos[i]) - {"episode", "terminal_observation"}:  # events, final scores, ...
+                assert same(infos[i][key], r_infos[i][key]), (t, i, key)
             if not dones[i]:
                 continue
             finished += 1

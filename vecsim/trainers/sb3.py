@@ -29,7 +29,7 @@ from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import VecEnv
 
-from vecsim.engine.engine import SAME_STEP, check_seed
+from vecsim.engine.engine import NO_RESET, SAME_STEP, check_seed
 from vecsim.gym.vector import FRESH_MIN_ENVS, VecsimVectorEnv, obs_parts, split_obs, split_row
 
 #: Attributes that ``get_attr`` reads once per env (the same value for every env).
@@ -132,26 +132,42 @@ class SB3VecEnv(VecEnv):
             raise RuntimeError("step_wait() needs a step_async(actions) first")
         eng = self.engine
         acts, self._actions = self._actions, None
-        if self._fresh:
-            obs, rewards, terminals, truncations = eng.step_mode_fresh(SAME_STEP, acts)
+        finals = None
+        if eng.info_arrays:
+            # The extra outputs are state that a reset rewrites (a game's final scores): read
+            # the terminal step's before resetting, as DummyVecEnv reads env.step's info.
+            eng.step_mode_coerced(NO_RESET, acts)
+            rewards, terminals, truncations = eng.rewards.copy(), eng.terminals.copy(), eng.truncations.copy()
+            dones = terminals | truncations
+            infos = self._step_infos()
+            if dones.any():
+                finals = eng.obs[dones]
+                eng.reset_envs(dones)
+            obs = eng.obs.copy()
         else:
-            eng.step_mode_coerced(SAME_STEP, acts)
-            obs, rewards, terminals, truncations = eng.obs.copy(), eng.rewards, eng.terminals, eng.truncations
-        dones = terminals | truncations
-        infos = self._step_infos()
+            if self._fresh:
+                obs, rewards, terminals, truncations = eng.step_mode_fresh(SAME_STEP, acts)
+            else:
+                eng.step_mode_coerced(SAME_STEP, acts)
+                obs, rewards, terminals, truncations = eng.obs.copy(), eng.rewards, eng.terminals, eng.truncations
+            dones = terminals | truncations
+            infos = self._step_infos()
         self._steps += 1
         if self.monitor:
             self._returns += rewards
             if self._event_names:
                 self._event_totals += eng.events
         if dones.any():
-            self._finish(np.flatnonzero(dones), infos, terminals, truncations)
+            self._finish(np.flatnonzero(dones), infos, terminals, truncations, finals)
         return self._observations(obs, copy=False), rewards.astype(np.float32), dones, infos
 
-    def _finish(self, done: np.ndarray, infos: list, terminals: np.ndarray, truncations: np.ndarray) -> None:
-        """Fill the infos of the envs in ``done`` (indices), which finished in this step and were reset by it."""
+    def _finish(self, done: np.ndarray, infos: list, terminals: np.ndarray, truncations: np.ndarray,
+                finals: np.ndarray | None = None) -> None:
+        """Fill the infos of the envs in ``done`` (indices), which finished in this step and were
+        reset by it; ``finals``: their terminal observations (else the kernel's ``final_obs``)."""
         envs = done.tolist()
-        finals = self.engine.final_obs[done]  # one copy; each info holds a view of its row
+        if finals is None:
+            finals = self.engine.final_obs[done]  # one copy; each info holds a view of its row
         timeouts = (truncations[done] & ~terminals[done]).tolist()
         for k, i in enumerate(envs):
             info = infos[i]
