@@ -324,7 +324,7 @@ def step_envs(words, max_steps, actions, step_table):
     others keep their state and outputs. Returns ``(status, env index)`` as ``step_serial``
     does, ``(OK, -1)`` once stepped; nothing is stepped unless every action of the subset
     passes."""
-    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS
+    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS, TELEMETRY_VIEWS
     n = elapsed.shape[0]
     needs_reset = needs_pad[:n]
     for w in range(words.shape[0]):
@@ -359,7 +359,7 @@ def step_envs(words, max_steps, actions, step_table):
             _draft_run(s, p, i, i + 1, STEP_ACTIONS)
             _game.pre_step_fix_env(s, p, np.uint64(i), STEP_ACTIONS)
             # PRE STEP DRAFT END
-            reward, terminated = _step_and_write(s, p, np.uint64(i), STEP_ACTIONS, events, rng, obs, masks)
+            reward, terminated = _step_and_write(s, p, np.uint64(i), STEP_ACTIONS, events, rng, obs, masks, TELEMETRY_RING)
             finish_step(np.uint64(i), reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
     return OK, -1
 
@@ -368,7 +368,7 @@ def step_envs(words, max_steps, actions, step_table):
 def reset_same_step(words, step_table):
     """Reset the envs whose bit is set in ``words`` as a SAME_STEP step resets a finished env:
     its observation to ``final_obs``, its reward, flags and events kept, ``has_final`` set."""
-    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS
+    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS, TELEMETRY_VIEWS
     n = elapsed.shape[0]
     needs_reset = needs_pad[:n]
     for w in range(words.shape[0]):
