@@ -28,7 +28,7 @@ import numpy as np
 
 from vecsim.core.jit import exact
 from vecsim.games.drmario import BUTTONS, rules
-from vecsim.games.drmario.tables import BASE_SPEED, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
+from vecsim.games.drmario.tables import BASE_SPEED, BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
 
 N_ACTIONS = 512
 UNREACHABLE = 0xFFFF
@@ -71,13 +71,64 @@ def pose_action(x, y, rot):
 
 
 @exact
+def fit_table(board, i, fit):
+    """``fit[r, y + 1, x + 1]`` (2, 17, 10) bool: the fit test of a pill with rotation parity
+    ``r`` at (x, y) for x in -1..8, y in -1..15 on the bottle as it is (no just-locked pill)."""
+    for r in range(2):
+        for y in range(-1, 16):
+            for x in range(-1, 9):
+                fit[r, y + 1, x + 1] = rules.fits(board, i, x, y, r)
+
+
+@exact(inline="always")
+def fits_at(fit, x, y, rot):
+    return fit[rot & 1, y + 1, x + 1]
+
+
+@exact(inline="always")
+def rotate_fit(fit, x, y, rot, held):
+    """``rules.rotate_to`` on a fit table: ``(ok, x)``."""
+    if rot & 1:
+        return fits_at(fit, x, y, rot), x
+    if fits_at(fit, x, y, rot):
+        if (held & BTN_LEFT) and fits_at(fit, x - 1, y, rot):
+            return True, x - 1
+        return True, x
+    if fits_at(fit, x - 1, y, rot):
+        return True, x - 1
+    return False, x
+
+
+@exact(inline="always")
+def node_key(x, y, rot, sc, hv, lr, ab, t1):
+    """The packed search node; the sideways charge is dropped (0) where no future reads it:
+    no direction held last frame (the next press resets it), or Left held at column 0 (every
+    Left repeat hits the wall, Right is a fresh press, a rotation cannot move the pill right)."""
+    if lr == 0 or (lr == 1 and x == 0):
+        hv = 0
+    return (((((lr * 4 + ab) * 16 + hv) * t1 + sc) * 4 + rot) * 16 + y) * 8 + x
+
+
+@exact
 def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
-           cost, lock_node, lock_button, parent, button, node_key, visited):
-    """The breadth-first search. ``fc0`` is the frame counter before the first frame.
-    ``visited`` (K,) int64 holds stamps; the node arrays must hold every visited node.
-    Returns the number of visited nodes (0 is the root), or -1 when they overflow the node
-    arrays (``visited`` is then left marked: clear it with ``clear_visited``)."""
+           cost, lock_node, lock_button, parent, button, node_keys, visited, fit):
+    """The breadth-first search, by frame layers. ``fc0`` is the frame counter before the
+    first frame. ``visited`` (2 * 12 * 16 * (T + 1) * 512,) int8 is all 0 on entry; the node
+    arrays must hold every visited node. Returns the number of visited nodes (0 is the
+    root), or -n when they overflow the node arrays (``visited`` is then left marked: clear it
+    with ``clear_visited``).
+
+    Exactly the reference search's locks and costs with fewer nodes: a node is skipped when
+    a node of the same parity, pose, counters and held direction was reached no later with a
+    subset of its A/B bits held (every input from the skipped node has a counterpart, the
+    same input less those A/B bits, with the same presses, so the same frames); the sideways
+    charge is canonical (``node_key``); Down on an even frame (or at T = 0) is skipped as the
+    no-d-pad input before it in ``buttons`` gives the same successor; a locking frame's X and
+    rotate stages are not run (the lock pose is the pose before them)."""
     t1 = threshold + 1
+    ab_stride = 16 * t1 * 512
+    span = N_HELD * ab_stride
+    fit_table(board, i, fit)
     for a in range(N_ACTIONS):
         cost[a] = UNREACHABLE
         lock_node[a] = -1
@@ -85,14 +136,13 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
     n = 1
     parent[0] = -1
     button[0] = 0
-    node_key[0] = -1
+    node_keys[0] = -1
     head = 0
-    # The root's state travels in the queue as its key; the root itself is decoded apart.
     while head < n:
         if head == 0:
             x, y, rot, sc, hv, held_prev, depth = x0, y0, rot0, sc0, hv0, held0, 0
         else:
-            k = node_key[head]
+            k = node_keys[head]
             x = k % 8
             k //= 8
             y = k % 16
@@ -104,41 +154,92 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
             hv = k % 16
             k //= 16
             held_prev = class_held(k % N_HELD)
-            k //= N_HELD
-            depth = k  # the frame count to reach this node
+            depth = k // N_HELD
         fc = (fc0 + depth + 1) & 255
+        plane = ((depth + 1) & 1) * span
+        soft_frame = (fc & 1) == 1 and threshold > 0
+        # Y stage without a soft drop (shared by every input but Down alone).
+        g_sc = sc + 1
+        g_drop = g_sc > threshold
         for b in range(buttons.shape[0]):
             held = buttons[b]
-            nx, ny, nrot, nsc, nhv, locked = rules.pill_frame(board, i, x, y, rot, sc, hv, fc, held_prev, held,
-                                                              threshold)
-            if locked:
-                a = pose_action(x, y, rot)
-                if a >= 0 and cost[a] == UNREACHABLE:
-                    cost[a] = depth + 1
-                    lock_node[a] = head
-                    lock_button[a] = held
+            soft = (held & 15) == BTN_DOWN
+            if soft and not soft_frame:
                 continue
-            key = ((((held_class(held) * 16 + nhv) * t1 + nsc) * 4 + nrot) * 16 + ny) * 8 + nx
-            slot = key + ((depth + 1) & 1) * (N_HELD * 16 * t1 * 512)
-            if visited[slot] == 1:
+            ny = y
+            if soft or g_drop:
+                nsc = 0
+                if y == 0 or not fits_at(fit, x, y - 1, rot):
+                    a = pose_action(x, y, rot)
+                    if a >= 0 and cost[a] == UNREACHABLE:
+                        cost[a] = depth + 1
+                        lock_node[a] = head
+                        lock_button[a] = held
+                    continue
+                ny = y - 1
+            else:
+                nsc = g_sc
+            pressed = held & ~held_prev & 0xFF
+            nx, nrot, nhv = x, rot, hv
+            move = False
+            if pressed & (BTN_LEFT | BTN_RIGHT):
+                nhv = 0
+                move = True
+            elif held & (BTN_LEFT | BTN_RIGHT):
+                nhv += 1
+                if nhv >= 16:
+                    nhv = 10
+                    move = True
+            if move:
+                if (held & BTN_RIGHT) and nx != 6 + (nrot & 1):
+                    if fits_at(fit, nx + 1, ny, nrot):
+                        nx += 1
+                    else:
+                        nhv = 15
+                if (held & BTN_LEFT) and nx != 0:
+                    if fits_at(fit, nx - 1, ny, nrot):
+                        nx -= 1
+                    else:
+                        nhv = 15
+            if pressed & (BTN_A | BTN_B):
+                save_rot, save_x = nrot, nx
+                if pressed & BTN_A:
+                    ok, nx = rotate_fit(fit, nx, ny, (nrot - 1) & 3, held)
+                    nrot = (nrot - 1) & 3 if ok else save_rot
+                    if not ok:
+                        nx = save_x
+                if pressed & BTN_B:
+                    ok, nx = rotate_fit(fit, nx, ny, (nrot + 1) & 3, held)
+                    nrot = (nrot + 1) & 3 if ok else save_rot
+                    if not ok:
+                        nx = save_x
+            lr = 1 if held & BTN_LEFT else (2 if held & BTN_RIGHT else 0)
+            ab = (held >> 6) & 3
+            key = node_key(nx, ny, nrot, nsc, nhv, lr, ab, t1)
+            slot = key + plane
+            # A node with fewer A/B bits held reached no later dominates this one.
+            base = slot - ab * ab_stride
+            if visited[slot] == 1 or visited[base] == 1:
+                continue
+            if ab == 3 and (visited[base + ab_stride] == 1 or visited[base + 2 * ab_stride] == 1):
                 continue
             if n == parent.shape[0]:
                 return -n
             visited[slot] = 1
             parent[n] = head
             button[n] = held
-            node_key[n] = key + (depth + 1) * (N_HELD * 16 * t1 * 512)
+            node_keys[n] = key + (depth + 1) * span
             n += 1
         head += 1
     return n
 
 
 @exact
-def clear_visited(visited, node_key, n, threshold):
+def clear_visited(visited, node_keys, n, threshold):
     """Unmark the visited slots of nodes ``1..n-1``."""
     span = N_HELD * 16 * (threshold + 1) * 512
     for k in range(1, n):
-        key = node_key[k]
+        key = node_keys[k]
         visited[key % span + ((key // span) & 1) * span] = 0
 
 
@@ -148,6 +249,7 @@ class Planner:
     def __init__(self):
         self._visited = np.zeros(0, np.int8)
         self._nodes = 1 << 15  # node capacity, doubled on overflow
+        self._fit = np.zeros((2, 17, 10), np.bool_)
 
     def _scratch(self, threshold: int):
         slots = 2 * N_HELD * 16 * (threshold + 1) * 512
@@ -175,11 +277,11 @@ def plan(state, i: int, planner: Planner | None = None) -> Plan:
     while True:
         parent = np.empty(capacity, np.int64)
         button = np.empty(capacity, np.uint8)
-        node_key = np.empty(capacity, np.int64)
+        keys = np.empty(capacity, np.int64)
         n = search(state.board, i, threshold, state.x[i], state.y[i], state.rot[i], state.speed_counter[i],
                    state.hor_velocity[i], state.held[i], state.fc[i], BUTTONS, cost, lock_node, lock_button,
-                   parent, button, node_key, visited)
-        clear_visited(visited, node_key, abs(n), threshold)
+                   parent, button, keys, visited, planner._fit)
+        clear_visited(visited, keys, abs(n), threshold)
         if n > 0:
             break
         capacity *= 2
