@@ -106,14 +106,20 @@ def node_key(x, y, rot, sc, hv, lr, ab, t1):
     Left repeat hits the wall, Right is a fresh press, a rotation cannot move the pill right)."""
     if lr == 0 or (lr == 1 and x == 0):
         hv = 0
-    return (((((lr * 4 + ab) * 16 + hv) * t1 + sc) * 4 + rot) * 16 + y) * 8 + x
+    return (((((hv * t1 + sc) * 4 + rot) * 16 + y) * 8 + x) * N_HELD + lr * 4) + ab
+
+
+@exact(inline="always")
+def is_visited(visited, slot):
+    return (visited[slot >> 3] >> (slot & 7)) & 1
 
 
 @exact
 def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
            cost, lock_node, lock_button, parent, button, node_keys, visited, fit):
     """The breadth-first search, by frame layers. ``fc0`` is the frame counter before the
-    first frame. ``visited`` (2 * 12 * 16 * (T + 1) * 512,) int8 is all 0 on entry; the node
+    first frame. ``visited`` (2 * 12 * 16 * (T + 1) * 512 / 8,) uint8 is a bitmap of (frame
+    parity, ``node_key``), all 0 on entry; the node
     arrays must hold every visited node. Returns the number of visited nodes (0 is the
     root), or -n when they overflow the node arrays (``visited`` is then left marked: clear it
     with ``clear_visited``).
@@ -126,8 +132,7 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
     no-d-pad input before it in ``buttons`` gives the same successor; a locking frame's X and
     rotate stages are not run (the lock pose is the pose before them)."""
     t1 = threshold + 1
-    ab_stride = 16 * t1 * 512
-    span = N_HELD * ab_stride
+    span = N_HELD * 16 * t1 * 512
     fit_table(board, i, fit)
     for a in range(N_ACTIONS):
         cost[a] = UNREACHABLE
@@ -143,6 +148,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
             x, y, rot, sc, hv, held_prev, depth = x0, y0, rot0, sc0, hv0, held0, 0
         else:
             k = node_keys[head]
+            cls = k % N_HELD
+            k //= N_HELD
             x = k % 8
             k //= 8
             y = k % 16
@@ -152,9 +159,16 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
             sc = k % t1
             k //= t1
             hv = k % 16
-            k //= 16
-            held_prev = class_held(k % N_HELD)
-            depth = k // N_HELD
+            depth = k // 16
+            held_prev = class_held(cls)
+            # Its layer is complete now: skip it if a node with fewer A/B bits held joined it.
+            ab = cls % 4
+            if ab != 0:
+                base = node_keys[head] % span + (depth & 1) * span - ab
+                if is_visited(visited, base) or (ab == 3 and (is_visited(visited, base + 1)
+                                                              or is_visited(visited, base + 2))):
+                    head += 1
+                    continue
         fc = (fc0 + depth + 1) & 255
         plane = ((depth + 1) & 1) * span
         soft_frame = (fc & 1) == 1 and threshold > 0
@@ -164,8 +178,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
         for b in range(buttons.shape[0]):
             held = buttons[b]
             soft = (held & 15) == BTN_DOWN
-            if soft and not soft_frame:
-                continue
+            if (soft and not soft_frame) or (held & held_prev & (BTN_A | BTN_B)):
+                continue  # the same input without Down, or without the A/B bits already held
             ny = y
             if soft or g_drop:
                 nsc = 0
@@ -218,14 +232,14 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
             key = node_key(nx, ny, nrot, nsc, nhv, lr, ab, t1)
             slot = key + plane
             # A node with fewer A/B bits held reached no later dominates this one.
-            base = slot - ab * ab_stride
-            if visited[slot] == 1 or visited[base] == 1:
+            base = slot - ab
+            if is_visited(visited, slot) or is_visited(visited, base):
                 continue
-            if ab == 3 and (visited[base + ab_stride] == 1 or visited[base + 2 * ab_stride] == 1):
+            if ab == 3 and (is_visited(visited, base + 1) or is_visited(visited, base + 2)):
                 continue
             if n == parent.shape[0]:
                 return -n
-            visited[slot] = 1
+            visited[slot >> 3] |= np.uint8(1 << (slot & 7))
             parent[n] = head
             button[n] = held
             node_keys[n] = key + (depth + 1) * span
@@ -240,21 +254,21 @@ def clear_visited(visited, node_keys, n, threshold):
     span = N_HELD * 16 * (threshold + 1) * 512
     for k in range(1, n):
         key = node_keys[k]
-        visited[key % span + ((key // span) & 1) * span] = 0
+        visited[(key % span + ((key // span) & 1) * span) >> 3] = 0
 
 
 class Planner:
     """Reusable scratch for ``plan`` (the visited set and the search tree)."""
 
     def __init__(self):
-        self._visited = np.zeros(0, np.int8)
+        self._visited = np.zeros(0, np.uint8)
         self._nodes = 1 << 15  # node capacity, doubled on overflow
         self._fit = np.zeros((2, 17, 10), np.bool_)
 
     def _scratch(self, threshold: int):
-        slots = 2 * N_HELD * 16 * (threshold + 1) * 512
-        if self._visited.shape[0] < slots:
-            self._visited = np.zeros(slots, np.int8)
+        size = 2 * N_HELD * 16 * (threshold + 1) * 512 // 8
+        if self._visited.shape[0] < size:
+            self._visited = np.zeros(size, np.uint8)
         return self._visited
 
 
