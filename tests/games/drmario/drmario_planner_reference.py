@@ -81,22 +81,39 @@ def _clear(visited, node_key, n, threshold):
         visited[key % span + ((key // span) & 1) * span] = 0
 
 
-def reference_costs(state, i):
+class Planner:
+    """Reusable scratch, as the first planner kept it: the visited stamps and a node capacity."""
+
+    def __init__(self):
+        self.visited = np.zeros(0, np.int8)
+        self.capacity = 1 << 15
+
+
+def plan(state, i, planner):
     """``((512,) uint16 cost_to_lock, visited node count)`` of env ``i`` at its decision point."""
     threshold = int(SPEED_TABLE[BASE_SPEED[state.speed[i]] + state.speed_ups[i]])
-    visited = np.zeros(2 * N_HELD * 16 * (threshold + 1) * 512, np.int8)
+    slots = 2 * N_HELD * 16 * (threshold + 1) * 512
+    if planner.visited.shape[0] < slots:
+        planner.visited = np.zeros(slots, np.int8)
     cost = np.empty(N_ACTIONS, np.uint16)
     lock_node = np.empty(N_ACTIONS, np.int64)
     lock_button = np.empty(N_ACTIONS, np.uint8)
-    capacity = 1 << 21
     while True:
-        parent = np.empty(capacity, np.int64)
-        button = np.empty(capacity, np.uint8)
-        node_key = np.empty(capacity, np.int64)
+        parent = np.empty(planner.capacity, np.int64)
+        button = np.empty(planner.capacity, np.uint8)
+        node_key = np.empty(planner.capacity, np.int64)
         n = search(state.board, i, threshold, state.x[i], state.y[i], state.rot[i], state.speed_counter[i],
                    state.hor_velocity[i], state.held[i], state.fc[i], BUTTONS, cost, lock_node, lock_button,
-                   parent, button, node_key, visited)
-        _clear(visited, node_key, abs(n), threshold)
+                   parent, button, node_key, planner.visited)
+        _clear(planner.visited, node_key, abs(n), threshold)
         if n > 0:
             return cost, n
-        capacity *= 2
+        planner.capacity *= 2
+
+
+_PLANNER = Planner()
+
+
+def reference_costs(state, i):
+    """``plan`` with a shared scratch."""
+    return plan(state, i, _PLANNER)
