@@ -34,6 +34,8 @@ N_ACTIONS = 512
 UNREACHABLE = 0xFFFF
 #: Last-frame controller classes a successor can have: Left/Right bits (none, L, R) x A/B bits.
 N_HELD = 12
+#: (4,) int64: the d-pad part of ``BUTTONS`` (no d-pad, Left, Right, Down), each with 4 A/B variants.
+DPAD = BUTTONS[::4] & 15
 
 
 class Plan(NamedTuple):
@@ -115,7 +117,7 @@ def is_visited(visited, slot):
 
 
 @exact
-def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
+def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
            cost, lock_node, lock_button, parent, button, node_keys, visited, fit):
     """The breadth-first search, by frame layers. ``fc0`` is the frame counter before the
     first frame. ``visited`` (2 * 12 * 16 * (T + 1) * 512 / 8,) uint8 is a bitmap of (frame
@@ -175,75 +177,80 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
         # Y stage without a soft drop (shared by every input but Down alone).
         g_sc = sc + 1
         g_drop = g_sc > threshold
-        for b in range(buttons.shape[0]):
-            held = buttons[b]
-            soft = (held & 15) == BTN_DOWN
-            if (soft and not soft_frame) or (held & held_prev & (BTN_A | BTN_B)):
-                continue  # the same input without Down, or without the A/B bits already held
+        for d in range(4):
+            dpad = DPAD[d]
+            soft = dpad == BTN_DOWN
+            if soft and not soft_frame:
+                continue  # the same successors as no d-pad
             ny = y
             if soft or g_drop:
                 nsc = 0
                 if y == 0 or not fits_at(fit, x, y - 1, rot):
-                    a = pose_action(x, y, rot)
+                    a = pose_action(x, y, rot)  # every A/B variant locks the same pose
                     if a >= 0 and cost[a] == UNREACHABLE:
                         cost[a] = depth + 1
                         lock_node[a] = head
-                        lock_button[a] = held
+                        lock_button[a] = dpad
                     continue
                 ny = y - 1
             else:
                 nsc = g_sc
-            pressed = held & ~held_prev & 0xFF
-            nx, nrot, nhv = x, rot, hv
+            # X stage, shared by the four A/B variants.
+            mx, mhv = x, hv
             move = False
-            if pressed & (BTN_LEFT | BTN_RIGHT):
-                nhv = 0
+            if dpad & ~held_prev & (BTN_LEFT | BTN_RIGHT):
+                mhv = 0
                 move = True
-            elif held & (BTN_LEFT | BTN_RIGHT):
-                nhv += 1
-                if nhv >= 16:
-                    nhv = 10
+            elif dpad & (BTN_LEFT | BTN_RIGHT):
+                mhv += 1
+                if mhv >= 16:
+                    mhv = 10
                     move = True
             if move:
-                if (held & BTN_RIGHT) and nx != 6 + (nrot & 1):
-                    if fits_at(fit, nx + 1, ny, nrot):
-                        nx += 1
+                if dpad == BTN_RIGHT and mx != 6 + (rot & 1):
+                    if fits_at(fit, mx + 1, ny, rot):
+                        mx += 1
                     else:
-                        nhv = 15
-                if (held & BTN_LEFT) and nx != 0:
-                    if fits_at(fit, nx - 1, ny, nrot):
-                        nx -= 1
+                        mhv = 15
+                if dpad == BTN_LEFT and mx != 0:
+                    if fits_at(fit, mx - 1, ny, rot):
+                        mx -= 1
                     else:
-                        nhv = 15
-            if pressed & (BTN_A | BTN_B):
-                save_rot, save_x = nrot, nx
+                        mhv = 15
+            lr = 1 if dpad == BTN_LEFT else (2 if dpad == BTN_RIGHT else 0)
+            for ab in range(4):
+                held = dpad | (ab << 6)
+                if held & held_prev & (BTN_A | BTN_B):
+                    continue  # the same successor as without the A/B bits already held
+                nx, nrot = mx, rot
+                pressed = held & ~held_prev
                 if pressed & BTN_A:
                     ok, nx = rotate_fit(fit, nx, ny, (nrot - 1) & 3, held)
-                    nrot = (nrot - 1) & 3 if ok else save_rot
-                    if not ok:
-                        nx = save_x
+                    if ok:
+                        nrot = (nrot - 1) & 3
+                    else:
+                        nx = mx
                 if pressed & BTN_B:
                     ok, nx = rotate_fit(fit, nx, ny, (nrot + 1) & 3, held)
-                    nrot = (nrot + 1) & 3 if ok else save_rot
-                    if not ok:
-                        nx = save_x
-            lr = 1 if held & BTN_LEFT else (2 if held & BTN_RIGHT else 0)
-            ab = (held >> 6) & 3
-            key = node_key(nx, ny, nrot, nsc, nhv, lr, ab, t1)
-            slot = key + plane
-            # A node with fewer A/B bits held reached no later dominates this one.
-            base = slot - ab
-            if is_visited(visited, slot) or is_visited(visited, base):
-                continue
-            if ab == 3 and (is_visited(visited, base + 1) or is_visited(visited, base + 2)):
-                continue
-            if n == parent.shape[0]:
-                return -n
-            visited[slot >> 3] |= np.uint8(1 << (slot & 7))
-            parent[n] = head
-            button[n] = held
-            node_keys[n] = key + (depth + 1) * span
-            n += 1
+                    if ok:
+                        nrot = (nrot + 1) & 3
+                    else:
+                        nx, nrot = mx, rot  # a rejected B undoes A too
+                key = node_key(nx, ny, nrot, nsc, mhv, lr, ab, t1)
+                slot = key + plane
+                # A node with fewer A/B bits held reached no later dominates this one.
+                base = slot - ab
+                if is_visited(visited, slot) or is_visited(visited, base):
+                    continue
+                if ab == 3 and (is_visited(visited, base + 1) or is_visited(visited, base + 2)):
+                    continue
+                if n == parent.shape[0]:
+                    return -n
+                visited[slot >> 3] |= np.uint8(1 << (slot & 7))
+                parent[n] = head
+                button[n] = held
+                node_keys[n] = key + (depth + 1) * span
+                n += 1
         head += 1
     return n
 
@@ -293,7 +300,7 @@ def plan(state, i: int, planner: Planner | None = None) -> Plan:
         button = np.empty(capacity, np.uint8)
         keys = np.empty(capacity, np.int64)
         n = search(state.board, i, threshold, state.x[i], state.y[i], state.rot[i], state.speed_counter[i],
-                   state.hor_velocity[i], state.held[i], state.fc[i], BUTTONS, cost, lock_node, lock_button,
+                   state.hor_velocity[i], state.held[i], state.fc[i], cost, lock_node, lock_button,
                    parent, button, keys, visited, planner._fit)
         clear_visited(visited, keys, abs(n), threshold)
         if n > 0:

@@ -91,3 +91,10 @@ def test_same_costs_as_reference_on_junk_bottles(planner, seed):
     s.speed_counter[0] = int(rng.integers(0, rules.gravity_threshold(s, 0) + 1))
     _perturb(s, rng)
     _assert_equal(s, planner)
+
+
+def test_search_input_order_is_the_frame_mode_buttons():
+    from vecsim.games.drmario import BUTTONS
+    from vecsim.games.drmario.tables import BTN_A, BTN_B
+    for d in range(4):
+        assert sorted(BUTTONS[4 * d:4 * d + 4]) == sorted(planner_mod.DPAD[d] | r for r in (0, BTN_A, BTN_B, BTN_A | BTN_B))
