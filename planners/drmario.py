@@ -32,8 +32,6 @@ from vecsim.games.drmario.tables import BASE_SPEED, BTN_A, BTN_B, BTN_DOWN, BTN_
 
 N_ACTIONS = 512
 UNREACHABLE = 0xFFFF
-#: Last-frame controller classes a successor can have: Left/Right bits (none, L, R) x A/B bits.
-N_HELD = 12
 #: (4,) int64: the d-pad part of ``BUTTONS`` (no d-pad, Left, Right, Down), each with 4 A/B variants.
 DPAD = BUTTONS[::4] & 15
 
@@ -45,12 +43,6 @@ class Plan(NamedTuple):
     button: np.ndarray  # (M,) uint8: the controller byte that led to each node
     lock_node: np.ndarray  # (512,) int64: the node before the locking frame, -1 for the root
     lock_button: np.ndarray  # (512,) uint8: the controller byte of the locking frame
-
-
-@exact(inline="always")
-def held_class(held):
-    lr = 1 if held & BTN_LEFT else (2 if held & BTN_RIGHT else 0)
-    return lr * 4 + ((held >> 6) & 3)
 
 
 @exact(inline="always")
@@ -102,13 +94,20 @@ def rotate_fit(fit, x, y, rot, held):
 
 
 @exact(inline="always")
-def node_key(x, y, rot, sc, hv, lr, ab, t1):
-    """The packed search node; the sideways charge is dropped (0) where no future reads it:
-    no direction held last frame (the next press resets it), or Left held at column 0 (every
-    Left repeat hits the wall, Right is a fresh press, a rotation cannot move the pill right)."""
+def node_slot(x, y, rot, sc, hv, lr, ab, parity):
+    """The packed search node, its bit in the visited bitmap: bits 0-2 x, 3-6 y, 7-8 rot,
+    9-10 A/B held, 11-12 direction held (0 none, 1 Left, 2 Right), 13-16 sideways charge, 17
+    frame parity, 18 on the gravity counter. The charge is dropped (0) where no future reads
+    it: no direction held last frame (the next press resets it), or Left held at column 0
+    (every Left repeat hits the wall, Right is a fresh press, a rotation cannot move the pill
+    right)."""
     if lr == 0 or (lr == 1 and x == 0):
         hv = 0
-    return (((((hv * t1 + sc) * 4 + rot) * 16 + y) * 8 + x) * N_HELD + lr * 4) + ab
+    return (((((((sc * 2 + parity) * 16 + hv) * 4 + lr) * 4 + ab) * 4 + rot) * 16 + y) * 8) + x
+
+
+#: The A/B field's unit in ``node_slot``.
+AB_BIT = 1 << 9
 
 
 @exact(inline="always")
@@ -118,10 +117,10 @@ def is_visited(visited, slot):
 
 @exact
 def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
-           cost, lock_node, lock_button, parent, button, node_keys, visited, fit):
+           cost, lock_node, lock_button, parent, button, node_slots, visited, fit):
     """The breadth-first search, by frame layers. ``fc0`` is the frame counter before the
-    first frame. ``visited`` (2 * 12 * 16 * (T + 1) * 512 / 8,) uint8 is a bitmap of (frame
-    parity, ``node_key``), all 0 on entry; the node
+    first frame. ``visited`` ((T + 1) << 15,) uint8 is a bitmap of ``node_slot``, all 0 on
+    entry; the node
     arrays must hold every visited node. Returns the number of visited nodes (0 is the
     root), or -n when they overflow the node arrays (``visited`` is then left marked: clear it
     with ``clear_visited``).
@@ -130,11 +129,9 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     a node of the same parity, pose, counters and held direction was reached no later with a
     subset of its A/B bits held (every input from the skipped node has a counterpart, the
     same input less those A/B bits, with the same presses, so the same frames); the sideways
-    charge is canonical (``node_key``); Down on an even frame (or at T = 0) is skipped as the
-    no-d-pad input before it in ``buttons`` gives the same successor; a locking frame's X and
+    charge is canonical (``node_slot``); Down on an even frame (or at T = 0) is skipped as the
+    no-d-pad input gives the same successor; a locking frame's X and
     rotate stages are not run (the lock pose is the pose before them)."""
-    t1 = threshold + 1
-    span = N_HELD * 16 * t1 * 512
     fit_table(board, i, fit)
     for a in range(N_ACTIONS):
         cost[a] = UNREACHABLE
@@ -143,36 +140,35 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     n = 1
     parent[0] = -1
     button[0] = 0
-    node_keys[0] = -1
+    node_slots[0] = -1
     head = 0
+    depth = -1
+    layer_end = 0  # the first node of the next frame layer
     while head < n:
+        if head == layer_end:
+            depth += 1
+            layer_end = n
         if head == 0:
-            x, y, rot, sc, hv, held_prev, depth = x0, y0, rot0, sc0, hv0, held0, 0
+            x, y, rot, sc, hv, held_prev = x0, y0, rot0, sc0, hv0, held0
         else:
-            k = node_keys[head]
-            cls = k % N_HELD
-            k //= N_HELD
-            x = k % 8
-            k //= 8
-            y = k % 16
-            k //= 16
-            rot = k % 4
-            k //= 4
-            sc = k % t1
-            k //= t1
-            hv = k % 16
-            depth = k // 16
-            held_prev = class_held(cls)
+            k = node_slots[head]
+            x = k & 7
+            y = (k >> 3) & 15
+            rot = (k >> 7) & 3
+            ab = (k >> 9) & 3
+            lr = (k >> 11) & 3
+            hv = (k >> 13) & 15
+            sc = k >> 18
+            held_prev = class_held(lr * 4 + ab)
             # Its layer is complete now: skip it if a node with fewer A/B bits held joined it.
-            ab = cls % 4
             if ab != 0:
-                base = node_keys[head] % span + (depth & 1) * span - ab
-                if is_visited(visited, base) or (ab == 3 and (is_visited(visited, base + 1)
-                                                              or is_visited(visited, base + 2))):
+                base = k - ab * AB_BIT
+                if is_visited(visited, base) or (ab == 3 and (is_visited(visited, base + AB_BIT)
+                                                              or is_visited(visited, base + 2 * AB_BIT))):
                     head += 1
                     continue
         fc = (fc0 + depth + 1) & 255
-        plane = ((depth + 1) & 1) * span
+        parity = (depth + 1) & 1
         soft_frame = (fc & 1) == 1 and threshold > 0
         # Y stage without a soft drop (shared by every input but Down alone).
         g_sc = sc + 1
@@ -236,44 +232,47 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
                         nrot = (nrot + 1) & 3
                     else:
                         nx, nrot = mx, rot  # a rejected B undoes A too
-                key = node_key(nx, ny, nrot, nsc, mhv, lr, ab, t1)
-                slot = key + plane
+                slot = node_slot(nx, ny, nrot, nsc, mhv, lr, ab, parity)
                 # A node with fewer A/B bits held reached no later dominates this one.
-                base = slot - ab
+                base = slot - ab * AB_BIT
                 if is_visited(visited, slot) or is_visited(visited, base):
                     continue
-                if ab == 3 and (is_visited(visited, base + 1) or is_visited(visited, base + 2)):
+                if ab == 3 and (is_visited(visited, base + AB_BIT) or is_visited(visited, base + 2 * AB_BIT)):
                     continue
                 if n == parent.shape[0]:
                     return -n
                 visited[slot >> 3] |= np.uint8(1 << (slot & 7))
                 parent[n] = head
                 button[n] = held
-                node_keys[n] = key + (depth + 1) * span
+                node_slots[n] = slot
                 n += 1
         head += 1
     return n
 
 
 @exact
-def clear_visited(visited, node_keys, n, threshold):
+def clear_visited(visited, node_slots, n):
     """Unmark the visited slots of nodes ``1..n-1``."""
-    span = N_HELD * 16 * (threshold + 1) * 512
     for k in range(1, n):
-        key = node_keys[k]
-        visited[(key % span + ((key // span) & 1) * span) >> 3] = 0
+        visited[node_slots[k] >> 3] = 0
 
 
 class Planner:
-    """Reusable scratch for ``plan`` (the visited set and the search tree)."""
+    """Reusable scratch for ``plan``: the visited bitmap, the fit table and the search tree's
+    node arrays (their capacity doubles when a search overflows it)."""
 
     def __init__(self):
         self._visited = np.zeros(0, np.uint8)
-        self._nodes = 1 << 15  # node capacity, doubled on overflow
         self._fit = np.zeros((2, 17, 10), np.bool_)
+        self._grow(1 << 15)
+
+    def _grow(self, capacity: int):
+        self._parent = np.empty(capacity, np.int64)
+        self._button = np.empty(capacity, np.uint8)
+        self._keys = np.empty(capacity, np.int64)
 
     def _scratch(self, threshold: int):
-        size = 2 * N_HELD * 16 * (threshold + 1) * 512 // 8
+        size = (threshold + 1) << 15
         if self._visited.shape[0] < size:
             self._visited = np.zeros(size, np.uint8)
         return self._visited
@@ -294,19 +293,15 @@ def plan(state, i: int, planner: Planner | None = None) -> Plan:
     cost = np.empty(N_ACTIONS, np.uint16)
     lock_node = np.empty(N_ACTIONS, np.int64)
     lock_button = np.empty(N_ACTIONS, np.uint8)
-    capacity = planner._nodes
     while True:
-        parent = np.empty(capacity, np.int64)
-        button = np.empty(capacity, np.uint8)
-        keys = np.empty(capacity, np.int64)
+        parent, button, keys = planner._parent, planner._button, planner._keys
         n = search(state.board, i, threshold, state.x[i], state.y[i], state.rot[i], state.speed_counter[i],
                    state.hor_velocity[i], state.held[i], state.fc[i], cost, lock_node, lock_button,
                    parent, button, keys, visited, planner._fit)
-        clear_visited(visited, keys, abs(n), threshold)
+        clear_visited(visited, keys, abs(n))
         if n > 0:
             break
-        capacity *= 2
-    planner._nodes = capacity
+        planner._grow(2 * parent.shape[0])
     return Plan(cost != UNREACHABLE, cost, parent[:n].copy(), button[:n].copy(), lock_node, lock_button)
 
 

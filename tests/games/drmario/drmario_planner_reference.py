@@ -6,8 +6,17 @@ import numpy as np
 
 from vecsim.core.jit import exact
 from vecsim.games.drmario import BUTTONS, rules
-from vecsim.games.drmario.tables import BASE_SPEED, SPEED_TABLE
-from vecsim.planners.drmario import N_ACTIONS, N_HELD, UNREACHABLE, class_held, held_class, pose_action
+from vecsim.games.drmario.tables import BASE_SPEED, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
+from vecsim.planners.drmario import N_ACTIONS, UNREACHABLE, class_held, pose_action
+
+#: Last-frame controller classes: Left/Right bits (none, L, R) x A/B bits.
+N_HELD = 12
+
+
+@exact(inline="always")
+def held_class(held):
+    lr = 1 if held & BTN_LEFT else (2 if held & BTN_RIGHT else 0)
+    return lr * 4 + ((held >> 6) & 3)
 
 
 @exact
