@@ -93,6 +93,79 @@ def rotate_fit(fit, x, y, rot, held):
     return False, x
 
 
+@exact
+def pose_graph(fit, pred_start, pred):
+    """The pill's moves with timing left out, as predecessor lists over the 512 poses
+    ``x + 8 * y + 128 * rot``: a drop, a step left or right, a rotation A or B (with or without
+    Left held for the extra left). Every frame of the game is a path here, so a pose that
+    reaches no lock pose in this graph reaches none in the game. ``pred[pred_start[p]:
+    pred_start[p + 1]]`` are the poses with a move into ``p``; ``pred_start`` (513,) int64,
+    ``pred`` (512 * 7,) int64."""
+    for p in range(513):
+        pred_start[p] = 0
+    for phase in range(2):  # count, then fill
+        for p in range(512):
+            x, y, rot = p % 8, (p // 8) % 16, p // 128
+            if not fits_at(fit, x, y, rot):
+                continue
+            for m in range(7):
+                nx, ny, nrot = x, y, rot
+                if m == 0:
+                    if y == 0 or not fits_at(fit, x, y - 1, rot):
+                        continue
+                    ny = y - 1
+                elif m == 1:
+                    if x == 0 or not fits_at(fit, x - 1, y, rot):
+                        continue
+                    nx = x - 1
+                elif m == 2:
+                    if x == 6 + (rot & 1) or not fits_at(fit, x + 1, y, rot):
+                        continue
+                    nx = x + 1
+                else:
+                    nrot = (rot - 1) & 3 if m < 5 else (rot + 1) & 3
+                    ok, nx = rotate_fit(fit, x, y, nrot, BTN_LEFT if m % 2 == 0 else 0)
+                    if not ok:
+                        continue
+                q = nx + 8 * ny + 128 * nrot
+                if phase == 0:
+                    pred_start[q + 1] += 1
+                else:
+                    pred[pred_start[q]] = p
+                    pred_start[q] += 1
+        if phase == 0:
+            for q in range(512):
+                pred_start[q + 1] += pred_start[q]
+    for q in range(511, -1, -1):  # the fill advanced each start to the next one's
+        pred_start[q + 1] = pred_start[q]
+    pred_start[0] = 0
+
+
+@exact
+def mark_useful(fit, cost, pred_start, pred, useful, queue):
+    """``useful[p]`` = 1 for every pose with a path (``pose_graph``) to a lock pose whose
+    action has no cost yet, else 0."""
+    head = tail = 0
+    for p in range(512):
+        useful[p] = 0
+        x, y, rot = p % 8, (p // 8) % 16, p // 128
+        if fits_at(fit, x, y, rot) and (y == 0 or not fits_at(fit, x, y - 1, rot)):
+            a = pose_action(x, y, rot)
+            if a >= 0 and cost[a] == UNREACHABLE:
+                useful[p] = 1
+                queue[tail] = p
+                tail += 1
+    while head < tail:
+        q = queue[head]
+        head += 1
+        for k in range(pred_start[q], pred_start[q + 1]):
+            p = pred[k]
+            if useful[p] == 0:
+                useful[p] = 1
+                queue[tail] = p
+                tail += 1
+
+
 @exact(inline="always")
 def node_slot(x, y, rot, sc, hv, lr, ab, parity):
     """The packed search node, its bit in the visited bitmap: bits 0-2 x, 3-6 y, 7-8 rot,
@@ -117,7 +190,7 @@ def is_visited(visited, slot):
 
 @exact
 def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
-           cost, lock_node, lock_button, parent, button, node_slots, visited, fit):
+           cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
     """The breadth-first search, by frame layers. ``fc0`` is the frame counter before the
     first frame. ``visited`` ((T + 1) << 15,) uint8 is a bitmap of ``node_slot``, all 0 on
     entry; the node
@@ -131,8 +204,12 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     same input less those A/B bits, with the same presses, so the same frames); the sideways
     charge is canonical (``node_slot``); Down on an even frame (or at T = 0) is skipped as the
     no-d-pad input gives the same successor; a locking frame's X and
-    rotate stages are not run (the lock pose is the pose before them)."""
+    rotate stages are not run (the lock pose is the pose before them); a node whose pose has
+    no path to a lock pose still without a cost is not expanded (``mark_useful``: costs
+    found are final, and no frame sequence leaves that graph).
+    ``pred_start``, ``pred``: ``pose_graph`` scratch; ``useful``, ``queue`` (512,) scratch."""
     fit_table(board, i, fit)
+    pose_graph(fit, pred_start, pred)
     for a in range(N_ACTIONS):
         cost[a] = UNREACHABLE
         lock_node[a] = -1
@@ -144,10 +221,14 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     head = 0
     depth = -1
     layer_end = 0  # the first node of the next frame layer
+    found = True  # a lock cost was found since ``useful`` was last marked
     while head < n:
         if head == layer_end:
             depth += 1
             layer_end = n
+            if found:
+                mark_useful(fit, cost, pred_start, pred, useful, queue)
+                found = False
         if head == 0:
             x, y, rot, sc, hv, held_prev = x0, y0, rot0, sc0, hv0, held0
         else:
@@ -160,6 +241,9 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
             hv = (k >> 13) & 15
             sc = k >> 18
             held_prev = class_held(lr * 4 + ab)
+            if useful[x + 8 * y + 128 * rot] == 0:
+                head += 1
+                continue
             # Its layer is complete now: skip it if a node with fewer A/B bits held joined it.
             if ab != 0:
                 base = k - ab * AB_BIT
@@ -185,6 +269,7 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
                     a = pose_action(x, y, rot)  # every A/B variant locks the same pose
                     if a >= 0 and cost[a] == UNREACHABLE:
                         cost[a] = depth + 1
+                        found = True
                         lock_node[a] = head
                         lock_button[a] = dpad
                     continue
@@ -264,6 +349,10 @@ class Planner:
     def __init__(self):
         self._visited = np.zeros(0, np.uint8)
         self._fit = np.zeros((2, 17, 10), np.bool_)
+        self._pred_start = np.zeros(513, np.int64)
+        self._pred = np.zeros(512 * 7, np.int64)
+        self._useful = np.zeros(512, np.uint8)
+        self._queue = np.zeros(512, np.int64)
         self._grow(1 << 15)
 
     def _grow(self, capacity: int):
@@ -297,7 +386,8 @@ def plan(state, i: int, planner: Planner | None = None) -> Plan:
         parent, button, keys = planner._parent, planner._button, planner._keys
         n = search(state.board, i, threshold, state.x[i], state.y[i], state.rot[i], state.speed_counter[i],
                    state.hor_velocity[i], state.held[i], state.fc[i], cost, lock_node, lock_button,
-                   parent, button, keys, visited, planner._fit)
+                   parent, button, keys, visited, planner._fit, planner._pred_start, planner._pred,
+                   planner._useful, planner._queue)
         clear_visited(visited, keys, abs(n))
         if n > 0:
             break
