@@ -98,3 +98,45 @@ def test_search_input_order_is_the_frame_mode_buttons():
     from vecsim.games.drmario.tables import BTN_A, BTN_B
     for d in range(4):
         assert sorted(BUTTONS[4 * d:4 * d + 4]) == sorted(planner_mod.DPAD[d] | r for r in (0, BTN_A, BTN_B, BTN_A | BTN_B))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_every_frame_is_a_path_of_the_pose_graph(seed):
+    """Each pill pass of the game (every input, held state, charge and gravity phase) moves
+    the pill to a pose that ``pose_graph`` reaches from its pose: the graph the search prunes
+    with leaves no frame out."""
+    from vecsim.games.drmario import BUTTONS
+    rng = np.random.default_rng(2000 + seed)
+    s = allocate(1)
+    occupied = rng.random(128) < np.linspace(0.0, 0.7, 128)
+    s.board[0] = np.where(occupied, VIRUS | rng.integers(0, 3, 128), EMPTY).astype(s.board.dtype)
+    fit = np.zeros((2, 17, 10), np.bool_)
+    planner_mod.fit_table(s.board, 0, fit)
+    pred_start, pred = np.zeros(513, np.int64), np.zeros(512 * 7, np.int64)
+    planner_mod.pose_graph(fit, pred_start, pred)
+    succ = [[] for _ in range(512)]
+    for q in range(512):
+        for p in pred[pred_start[q]:pred_start[q + 1]]:
+            succ[p].append(q)
+    moves = 0
+    for p in range(512):
+        x, y, rot = p % 8, (p // 8) % 16, p // 128
+        if not rules.fits(s.board, 0, x, y, rot):
+            continue
+        reach, todo = {p}, [p]
+        while todo:
+            for q in succ[todo.pop()]:
+                if q not in reach:
+                    reach.add(q)
+                    todo.append(q)
+        for held_prev in (0, 1, 2, 64, 128, 192, 65, 130):
+            for held in BUTTONS:
+                for sc, hv, fc in ((0, 15, 1), (0, 15, 0), (5, 0, 0)):
+                    nx, ny, nrot, _, _, locked = rules.pill_frame(s.board, 0, x, y, rot, sc, hv, fc, held_prev,
+                                                                  held, 5)
+                    if locked:
+                        assert y == 0 or not rules.fits(s.board, 0, x, y - 1, rot)
+                    else:
+                        assert nx + 8 * ny + 128 * nrot in reach, (p, held_prev, held, sc, hv, fc)
+                        moves += (nx, ny, nrot) != (x, y, rot)
+    assert moves > 1000
