@@ -1,15 +1,18 @@
 """Frame-exact placement planner for Dr. Mario (``vecsim.games.drmario``).
 
 From a decision point (the falling pill just spawned and controllable on the next frame) a
-breadth-first search over the pill's whole control state runs every frame with each of the
-16 frame-mode controller bytes (``vecsim.games.drmario.BUTTONS``) through the game's own
-falling-pill pass (``rules.pill_frame``). A search node is
+breadth-first search, one frame layer at a time, over the pill's whole control state runs
+every frame with each of the 16 frame-mode controller bytes (``vecsim.games.drmario.BUTTONS``)
+through the stages of the game's falling-pill pass (``rules.pill_frame``), here read from a
+fit table of the bottle. A search node is
 
     (x, y, rotation, gravity counter, sideways charge, last frame's Left/Right/A/B bits,
      frame-counter parity)
 
 so two input histories merge only when every later frame plays out the same. The first time
-the search locks a pose is its fewest frames to lock.
+the search locks a pose is its fewest frames to lock. Nodes that cannot lock any pose
+sooner than another node are not expanded (``search`` lists the rules); the tests hold the
+costs equal to those of the unpruned search over ``rules.pill_frame``.
 
 Placements are encoded as ``action = o * 128 + row * 8 + col`` (512 actions): ``(row, col)``
 is the cell of the pill's **1st-color half** (row 0 at the top) and ``o`` where the 2nd-color
@@ -193,21 +196,25 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
            cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
     """The breadth-first search, by frame layers. ``fc0`` is the frame counter before the
     first frame. ``visited`` ((T + 1) << 15,) uint8 is a bitmap of ``node_slot``, all 0 on
-    entry; the node
-    arrays must hold every visited node. Returns the number of visited nodes (0 is the
-    root), or -n when they overflow the node arrays (``visited`` is then left marked: clear it
-    with ``clear_visited``).
+    entry; the node arrays (``parent``, ``button``, ``node_slots``) must hold every visited
+    node; ``fit`` (2, 17, 10), ``pred_start`` (513,), ``pred`` (512 * 7,), ``useful`` and
+    ``queue`` (512,) are scratch. Returns the number of visited nodes (0 is the root), or -n
+    when they overflow the node arrays (``visited`` is then left marked: clear it with
+    ``clear_visited``).
 
-    Exactly the reference search's locks and costs with fewer nodes: a node is skipped when
-    a node of the same parity, pose, counters and held direction was reached no later with a
-    subset of its A/B bits held (every input from the skipped node has a counterpart, the
-    same input less those A/B bits, with the same presses, so the same frames); the sideways
-    charge is canonical (``node_slot``); Down on an even frame (or at T = 0) is skipped as the
-    no-d-pad input gives the same successor; a locking frame's X and
-    rotate stages are not run (the lock pose is the pose before them); a node whose pose has
-    no path to a lock pose still without a cost is not expanded (``mark_useful``: costs
-    found are final, and no frame sequence leaves that graph).
-    ``pred_start``, ``pred``: ``pose_graph`` scratch; ``useful``, ``queue`` (512,) scratch."""
+    The unpruned search's costs with fewer nodes and inputs, each rule exact:
+
+    * a node is not expanded when a node of the same parity, pose, counters and held
+      direction was reached no later with a subset of its A/B bits held (every input from it
+      has a counterpart, the same input less those bits, with the same presses);
+    * an input holding an A/B bit already held gives the successor of the same input without
+      it, less the bit: skipped;
+    * the sideways charge is canonical where nothing reads it (``node_slot``);
+    * Down alone on an even frame (or at T = 0) gives the no-d-pad input's successors;
+    * a locking frame's X and rotate stages are not run (the lock pose is the one before);
+    * a node whose pose has no path to a lock pose still without a cost is not expanded
+      (``mark_useful``): costs found are final, and every frame is a path of ``pose_graph``.
+    """
     fit_table(board, i, fit)
     pose_graph(fit, pred_start, pred)
     for a in range(N_ACTIONS):
