@@ -1,15 +1,18 @@
 """Frame-exact placement planner for Dr. Mario (``vecsim.games.drmario``).
 
 From a decision point (the falling pill just spawned and controllable on the next frame) a
-breadth-first search over the pill's whole control state runs every frame with each of the
-16 frame-mode controller bytes (``vecsim.games.drmario.BUTTONS``) through the game's own
-falling-pill pass (``rules.pill_frame``). A search node is
+breadth-first search, one frame layer at a time, over the pill's whole control state runs
+every frame with each of the 16 frame-mode controller bytes (``vecsim.games.drmario.BUTTONS``)
+through the stages of the game's falling-pill pass (``rules.pill_frame``), here read from a
+fit table of the bottle. A search node is
 
     (x, y, rotation, gravity counter, sideways charge, last frame's Left/Right/A/B bits,
      frame-counter parity)
 
 so two input histories merge only when every later frame plays out the same. The first time
-the search locks a pose is its fewest frames to lock.
+the search locks a pose is its fewest frames to lock. Nodes that cannot lock any pose
+sooner than another node are not expanded (``search`` lists the rules); the tests hold the
+costs equal to those of the unpruned search over ``rules.pill_frame``.
 
 Placements are encoded as ``action = o * 128 + row * 8 + col`` (512 actions): ``(row, col)``
 is the cell of the pill's **1st-color half** (row 0 at the top) and ``o`` where the 2nd-color
@@ -28,12 +31,12 @@ import numpy as np
 
 from vecsim.core.jit import exact
 from vecsim.games.drmario import BUTTONS, rules
-from vecsim.games.drmario.tables import BASE_SPEED, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
+from vecsim.games.drmario.tables import BASE_SPEED, BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
 
 N_ACTIONS = 512
 UNREACHABLE = 0xFFFF
-#: Last-frame controller classes a successor can have: Left/Right bits (none, L, R) x A/B bits.
-N_HELD = 12
+#: (4,) int64: the d-pad part of ``BUTTONS`` (no d-pad, Left, Right, Down), each with 4 A/B variants.
+DPAD = BUTTONS[::4] & 15
 
 
 class Plan(NamedTuple):
@@ -43,12 +46,6 @@ class Plan(NamedTuple):
     button: np.ndarray  # (M,) uint8: the controller byte that led to each node
     lock_node: np.ndarray  # (512,) int64: the node before the locking frame, -1 for the root
     lock_button: np.ndarray  # (512,) uint8: the controller byte of the locking frame
-
-
-@exact(inline="always")
-def held_class(held):
-    lr = 1 if held & BTN_LEFT else (2 if held & BTN_RIGHT else 0)
-    return lr * 4 + ((held >> 6) & 3)
 
 
 @exact(inline="always")
@@ -71,13 +68,155 @@ def pose_action(x, y, rot):
 
 
 @exact
-def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
-           cost, lock_node, lock_button, parent, button, node_key, visited):
-    """The breadth-first search. ``fc0`` is the frame counter before the first frame.
-    ``visited`` (K,) int64 holds stamps; the node arrays must hold every visited node.
-    Returns the number of visited nodes (0 is the root), or -1 when they overflow the node
-    arrays (``visited`` is then left marked: clear it with ``clear_visited``)."""
-    t1 = threshold + 1
+def fit_table(board, i, fit):
+    """``fit[r, y + 1, x + 1]`` (2, 17, 10) bool: the fit test of a pill with rotation parity
+    ``r`` at (x, y) for x in -1..8, y in -1..15 on the bottle as it is (no just-locked pill)."""
+    for r in range(2):
+        for y in range(-1, 16):
+            for x in range(-1, 9):
+                fit[r, y + 1, x + 1] = rules.fits(board, i, x, y, r)
+
+
+@exact(inline="always")
+def fits_at(fit, x, y, rot):
+    return fit[rot & 1, y + 1, x + 1]
+
+
+@exact(inline="always")
+def rotate_fit(fit, x, y, rot, held):
+    """``rules.rotate_to`` on a fit table: ``(ok, x)``."""
+    if rot & 1:
+        return fits_at(fit, x, y, rot), x
+    if fits_at(fit, x, y, rot):
+        if (held & BTN_LEFT) and fits_at(fit, x - 1, y, rot):
+            return True, x - 1
+        return True, x
+    if fits_at(fit, x - 1, y, rot):
+        return True, x - 1
+    return False, x
+
+
+@exact
+def pose_graph(fit, pred_start, pred):
+    """The pill's moves with timing left out, as predecessor lists over the 512 poses
+    ``x + 8 * y + 128 * rot``: a drop, a step left or right, a rotation A or B (with or without
+    Left held for the extra left). Every frame of the game is a path here, so a pose that
+    reaches no lock pose in this graph reaches none in the game. ``pred[pred_start[p]:
+    pred_start[p + 1]]`` are the poses with a move into ``p``; ``pred_start`` (513,) int64,
+    ``pred`` (512 * 7,) int64."""
+    for p in range(513):
+        pred_start[p] = 0
+    for phase in range(2):  # count, then fill
+        for p in range(512):
+            x, y, rot = p % 8, (p // 8) % 16, p // 128
+            if not fits_at(fit, x, y, rot):
+                continue
+            for m in range(7):
+                nx, ny, nrot = x, y, rot
+                if m == 0:
+                    if y == 0 or not fits_at(fit, x, y - 1, rot):
+                        continue
+                    ny = y - 1
+                elif m == 1:
+                    if x == 0 or not fits_at(fit, x - 1, y, rot):
+                        continue
+                    nx = x - 1
+                elif m == 2:
+                    if x == 6 + (rot & 1) or not fits_at(fit, x + 1, y, rot):
+                        continue
+                    nx = x + 1
+                else:
+                    nrot = (rot - 1) & 3 if m < 5 else (rot + 1) & 3
+                    ok, nx = rotate_fit(fit, x, y, nrot, BTN_LEFT if m % 2 == 0 else 0)
+                    if not ok:
+                        continue
+                q = nx + 8 * ny + 128 * nrot
+                if phase == 0:
+                    pred_start[q + 1] += 1
+                else:
+                    pred[pred_start[q]] = p
+                    pred_start[q] += 1
+        if phase == 0:
+            for q in range(512):
+                pred_start[q + 1] += pred_start[q]
+    for q in range(511, -1, -1):  # the fill advanced each start to the next one's
+        pred_start[q + 1] = pred_start[q]
+    pred_start[0] = 0
+
+
+@exact
+def mark_useful(fit, cost, pred_start, pred, useful, queue):
+    """``useful[p]`` = 1 for every pose with a path (``pose_graph``) to a lock pose whose
+    action has no cost yet, else 0."""
+    head = tail = 0
+    for p in range(512):
+        useful[p] = 0
+        x, y, rot = p % 8, (p // 8) % 16, p // 128
+        if fits_at(fit, x, y, rot) and (y == 0 or not fits_at(fit, x, y - 1, rot)):
+            a = pose_action(x, y, rot)
+            if a >= 0 and cost[a] == UNREACHABLE:
+                useful[p] = 1
+                queue[tail] = p
+                tail += 1
+    while head < tail:
+        q = queue[head]
+        head += 1
+        for k in range(pred_start[q], pred_start[q + 1]):
+            p = pred[k]
+            if useful[p] == 0:
+                useful[p] = 1
+                queue[tail] = p
+                tail += 1
+
+
+@exact(inline="always")
+def node_slot(x, y, rot, sc, hv, lr, ab, parity):
+    """The packed search node, its bit in the visited bitmap: bits 0-2 x, 3-6 y, 7-8 rot,
+    9-10 A/B held, 11-12 direction held (0 none, 1 Left, 2 Right), 13-16 sideways charge, 17
+    frame parity, 18 on the gravity counter. The charge is dropped (0) where no future reads
+    it: no direction held last frame (the next press resets it), or Left held at column 0
+    (every Left repeat hits the wall, Right is a fresh press, a rotation cannot move the pill
+    right)."""
+    if lr == 0 or (lr == 1 and x == 0):
+        hv = 0
+    return (((((((sc * 2 + parity) * 16 + hv) * 4 + lr) * 4 + ab) * 4 + rot) * 16 + y) * 8) + x
+
+
+#: The A/B field's unit in ``node_slot``.
+AB_BIT = 1 << 9
+
+
+@exact(inline="always")
+def is_visited(visited, slot):
+    return (visited[slot >> 3] >> (slot & 7)) & 1
+
+
+@exact
+def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
+           cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
+    """The breadth-first search, by frame layers. ``fc0`` is the frame counter before the
+    first frame. ``visited`` ((T + 1) << 15,) uint8 is a bitmap of ``node_slot``, all 0 on
+    entry; the node arrays (``parent``, ``button``, ``node_slots``) must hold every visited
+    node; ``fit`` (2, 17, 10), ``pred_start`` (513,), ``pred`` (512 * 7,), ``useful`` and
+    ``queue`` (512,) are scratch. Returns the number of visited nodes (0 is the root), or -n
+    when they overflow the node arrays (``visited`` is then left marked: clear it with
+    ``clear_visited``).
+
+    The unpruned search's costs with fewer nodes and inputs, each rule exact:
+
+    * a node is not expanded when a node of the same parity, pose, counters and held
+      direction was reached no later with a subset of its A/B bits held (every input from it
+      has a counterpart, the same input less those bits, with the same presses);
+    * an input holding an A/B bit already held gives the successor of the same input without
+      it, less the bit: skipped;
+    * the sideways charge is canonical where nothing reads it (``node_slot``);
+    * Down alone on an even frame (or at T = 0) gives the no-d-pad input's successors;
+    * a locking frame's X and rotate stages are not run (the lock pose is the one before);
+    * a node whose pose has no path to a lock pose still without a cost is not expanded
+      (``mark_useful``): costs found are final, and every frame is a path of ``pose_graph``.
+    """
+    fit_table(board, i, fit)
+    pose_graph(fit, pred_start, pred)
     for a in range(N_ACTIONS):
         cost[a] = UNREACHABLE
         lock_node[a] = -1
@@ -85,74 +224,153 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, buttons,
     n = 1
     parent[0] = -1
     button[0] = 0
-    node_key[0] = -1
+    node_slots[0] = -1
     head = 0
-    # The root's state travels in the queue as its key; the root itself is decoded apart.
+    depth = -1
+    layer_end = 0  # the first node of the next frame layer
+    found = True  # a lock cost was found since ``useful`` was last marked
     while head < n:
+        if head == layer_end:
+            depth += 1
+            layer_end = n
+            if found:
+                mark_useful(fit, cost, pred_start, pred, useful, queue)
+                found = False
         if head == 0:
-            x, y, rot, sc, hv, held_prev, depth = x0, y0, rot0, sc0, hv0, held0, 0
+            x, y, rot, sc, hv, held_prev = x0, y0, rot0, sc0, hv0, held0
         else:
-            k = node_key[head]
-            x = k % 8
-            k //= 8
-            y = k % 16
-            k //= 16
-            rot = k % 4
-            k //= 4
-            sc = k % t1
-            k //= t1
-            hv = k % 16
-            k //= 16
-            held_prev = class_held(k % N_HELD)
-            k //= N_HELD
-            depth = k  # the frame count to reach this node
+            k = node_slots[head]
+            x = k & 7
+            y = (k >> 3) & 15
+            rot = (k >> 7) & 3
+            ab = (k >> 9) & 3
+            lr = (k >> 11) & 3
+            hv = (k >> 13) & 15
+            sc = k >> 18
+            held_prev = class_held(lr * 4 + ab)
+            if useful[x + 8 * y + 128 * rot] == 0:
+                head += 1
+                continue
+            # Its layer is complete now: skip it if a node with fewer A/B bits held joined it.
+            if ab != 0:
+                base = k - ab * AB_BIT
+                if is_visited(visited, base) or (ab == 3 and (is_visited(visited, base + AB_BIT)
+                                                              or is_visited(visited, base + 2 * AB_BIT))):
+                    head += 1
+                    continue
         fc = (fc0 + depth + 1) & 255
-        for b in range(buttons.shape[0]):
-            held = buttons[b]
-            nx, ny, nrot, nsc, nhv, locked = rules.pill_frame(board, i, x, y, rot, sc, hv, fc, held_prev, held,
-                                                              threshold)
-            if locked:
-                a = pose_action(x, y, rot)
-                if a >= 0 and cost[a] == UNREACHABLE:
-                    cost[a] = depth + 1
-                    lock_node[a] = head
-                    lock_button[a] = held
-                continue
-            key = ((((held_class(held) * 16 + nhv) * t1 + nsc) * 4 + nrot) * 16 + ny) * 8 + nx
-            slot = key + ((depth + 1) & 1) * (N_HELD * 16 * t1 * 512)
-            if visited[slot] == 1:
-                continue
-            if n == parent.shape[0]:
-                return -n
-            visited[slot] = 1
-            parent[n] = head
-            button[n] = held
-            node_key[n] = key + (depth + 1) * (N_HELD * 16 * t1 * 512)
-            n += 1
+        parity = (depth + 1) & 1
+        soft_frame = (fc & 1) == 1 and threshold > 0
+        # Y stage without a soft drop (shared by every input but Down alone).
+        g_sc = sc + 1
+        g_drop = g_sc > threshold
+        for d in range(4):
+            dpad = DPAD[d]
+            soft = dpad == BTN_DOWN
+            if soft and not soft_frame:
+                continue  # the same successors as no d-pad
+            ny = y
+            if soft or g_drop:
+                nsc = 0
+                if y == 0 or not fits_at(fit, x, y - 1, rot):
+                    a = pose_action(x, y, rot)  # every A/B variant locks the same pose
+                    if a >= 0 and cost[a] == UNREACHABLE:
+                        cost[a] = depth + 1
+                        found = True
+                        lock_node[a] = head
+                        lock_button[a] = dpad
+                    continue
+                ny = y - 1
+            else:
+                nsc = g_sc
+            # X stage, shared by the four A/B variants.
+            mx, mhv = x, hv
+            move = False
+            if dpad & ~held_prev & (BTN_LEFT | BTN_RIGHT):
+                mhv = 0
+                move = True
+            elif dpad & (BTN_LEFT | BTN_RIGHT):
+                mhv += 1
+                if mhv >= 16:
+                    mhv = 10
+                    move = True
+            if move:
+                if dpad == BTN_RIGHT and mx != 6 + (rot & 1):
+                    if fits_at(fit, mx + 1, ny, rot):
+                        mx += 1
+                    else:
+                        mhv = 15
+                if dpad == BTN_LEFT and mx != 0:
+                    if fits_at(fit, mx - 1, ny, rot):
+                        mx -= 1
+                    else:
+                        mhv = 15
+            lr = 1 if dpad == BTN_LEFT else (2 if dpad == BTN_RIGHT else 0)
+            for ab in range(4):
+                held = dpad | (ab << 6)
+                if held & held_prev & (BTN_A | BTN_B):
+                    continue  # the same successor as without the A/B bits already held
+                nx, nrot = mx, rot
+                pressed = held & ~held_prev
+                if pressed & BTN_A:
+                    ok, nx = rotate_fit(fit, nx, ny, (nrot - 1) & 3, held)
+                    if ok:
+                        nrot = (nrot - 1) & 3
+                    else:
+                        nx = mx
+                if pressed & BTN_B:
+                    ok, nx = rotate_fit(fit, nx, ny, (nrot + 1) & 3, held)
+                    if ok:
+                        nrot = (nrot + 1) & 3
+                    else:
+                        nx, nrot = mx, rot  # a rejected B undoes A too
+                slot = node_slot(nx, ny, nrot, nsc, mhv, lr, ab, parity)
+                # A node with fewer A/B bits held reached no later dominates this one.
+                base = slot - ab * AB_BIT
+                if is_visited(visited, slot) or is_visited(visited, base):
+                    continue
+                if ab == 3 and (is_visited(visited, base + AB_BIT) or is_visited(visited, base + 2 * AB_BIT)):
+                    continue
+                if n == parent.shape[0]:
+                    return -n
+                visited[slot >> 3] |= np.uint8(1 << (slot & 7))
+                parent[n] = head
+                button[n] = held
+                node_slots[n] = slot
+                n += 1
         head += 1
     return n
 
 
 @exact
-def clear_visited(visited, node_key, n, threshold):
+def clear_visited(visited, node_slots, n):
     """Unmark the visited slots of nodes ``1..n-1``."""
-    span = N_HELD * 16 * (threshold + 1) * 512
     for k in range(1, n):
-        key = node_key[k]
-        visited[key % span + ((key // span) & 1) * span] = 0
+        visited[node_slots[k] >> 3] = 0
 
 
 class Planner:
-    """Reusable scratch for ``plan`` (the visited set and the search tree)."""
+    """Reusable scratch for ``plan``: the visited bitmap, the fit table and the search tree's
+    node arrays (their capacity doubles when a search overflows it)."""
 
     def __init__(self):
-        self._visited = np.zeros(0, np.int8)
-        self._nodes = 1 << 15  # node capacity, doubled on overflow
+        self._visited = np.zeros(0, np.uint8)
+        self._fit = np.zeros((2, 17, 10), np.bool_)
+        self._pred_start = np.zeros(513, np.int64)
+        self._pred = np.zeros(512 * 7, np.int64)
+        self._useful = np.zeros(512, np.uint8)
+        self._queue = np.zeros(512, np.int64)
+        self._grow(1 << 15)
+
+    def _grow(self, capacity: int):
+        self._parent = np.empty(capacity, np.int64)
+        self._button = np.empty(capacity, np.uint8)
+        self._keys = np.empty(capacity, np.int64)
 
     def _scratch(self, threshold: int):
-        slots = 2 * N_HELD * 16 * (threshold + 1) * 512
-        if self._visited.shape[0] < slots:
-            self._visited = np.zeros(slots, np.int8)
+        size = (threshold + 1) << 15
+        if self._visited.shape[0] < size:
+            self._visited = np.zeros(size, np.uint8)
         return self._visited
 
 
@@ -171,19 +389,16 @@ def plan(state, i: int, planner: Planner | None = None) -> Plan:
     cost = np.empty(N_ACTIONS, np.uint16)
     lock_node = np.empty(N_ACTIONS, np.int64)
     lock_button = np.empty(N_ACTIONS, np.uint8)
-    capacity = planner._nodes
     while True:
-        parent = np.empty(capacity, np.int64)
-        button = np.empty(capacity, np.uint8)
-        node_key = np.empty(capacity, np.int64)
+        parent, button, keys = planner._parent, planner._button, planner._keys
         n = search(state.board, i, threshold, state.x[i], state.y[i], state.rot[i], state.speed_counter[i],
-                   state.hor_velocity[i], state.held[i], state.fc[i], BUTTONS, cost, lock_node, lock_button,
-                   parent, button, node_key, visited)
-        clear_visited(visited, node_key, abs(n), threshold)
+                   state.hor_velocity[i], state.held[i], state.fc[i], cost, lock_node, lock_button,
+                   parent, button, keys, visited, planner._fit, planner._pred_start, planner._pred,
+                   planner._useful, planner._queue)
+        clear_visited(visited, keys, abs(n))
         if n > 0:
             break
-        capacity *= 2
-    planner._nodes = capacity
+        planner._grow(2 * parent.shape[0])
     return Plan(cost != UNREACHABLE, cost, parent[:n].copy(), button[:n].copy(), lock_node, lock_button)
 
 

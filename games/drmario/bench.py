@@ -10,13 +10,19 @@ frame from a fixed table, games restarted when over):
 * ``engine``: ``vecsim.make("vecsim/DrMario-v0", num_envs=N).step`` (autoreset, observations,
   events and info), the path a learner uses.
 
-The planner is timed per decision on the same levels (``planner``): one exact search from
-each decision point of a random game.
+The planner is timed per decision on the same level and speed (``planner``): one exact
+search from each of ``--planner-decisions`` decision points of games played with random
+feasible placements, in CPU time of this thread (``time.thread_time``, so other load on the
+machine does not count), best of ``--rounds`` rounds over the whole set. ``--compare-module
+FILE`` times another planner module with the same ``plan(state, i, planner)`` and
+``Planner()`` (for example the reference search the tests keep) on the same decisions, in
+alternating rounds, and prints the ratio; ``--planner-only`` skips the frame figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import time
 
 import numpy as np
@@ -55,9 +61,20 @@ def main(argv=None) -> None:
     ap.add_argument("--level", type=int, default=10)
     ap.add_argument("--speed", type=int, default=1, choices=(0, 1, 2))
     ap.add_argument("--planner-decisions", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--planner-only", action="store_true")
+    ap.add_argument("--compare-module", default=None)
     args = ap.parse_args(argv)
     if args.num_envs < 1 or args.seconds <= 0 or not 0 <= args.level <= 24:
         raise ValueError(f"need --num-envs >= 1, --seconds > 0, --level in [0, 24], got {vars(args)}")
+    if args.planner_decisions < 1 or args.rounds < 1:
+        raise ValueError(f"need --planner-decisions >= 1 and --rounds >= 1, got {vars(args)}")
+    if not args.planner_only:
+        _frame_figures(args)
+    _planner_figures(args)
+
+
+def _frame_figures(args) -> None:
     n, rounds = args.num_envs, 16
     rng = np.random.default_rng(0)
     inputs = BUTTONS[rng.integers(0, len(BUTTONS), size=4099)]
@@ -80,25 +97,63 @@ def main(argv=None) -> None:
         k[0] += 1
     print(f"{'engine':16s} {_time(step, args.seconds) * n:12.4g} frames/s  (num_envs={n})")
 
+
+
+def _decisions(level: int, speed: int, count: int) -> list:
+    """``count`` one-env ``State`` copies at decision points of games played with random
+    feasible placements (a new game when one ends)."""
+    from vecsim.games.drmario.replay import frames, take
     from vecsim.planners import drmario as planner_mod
-    from vecsim.games.drmario.replay import frames
+    rng = np.random.default_rng(0)
     planner = planner_mod.Planner()
-    s = allocate(1)
-    rules.start_level(s, 0, args.level, args.speed, 0x8988, 0)
-    spent, decisions = 0.0, 0
-    while decisions < args.planner_decisions and s.outcome[0] == rules.PLAYING:
+    s, seed, out = allocate(1), 0x8988, []
+    rules.start_level(s, 0, level, speed, seed, 0)
+    while len(out) < count:
+        if s.outcome[0] != rules.PLAYING:
+            seed = (seed * 7 + 1) & 0xFFFF or 1
+            rules.start_level(s, 0, level, speed, seed, 0)
         if s.next_action[0] != rules.FALLING:
             frames(s, np.zeros(1, np.int64))
             continue
-        t = time.perf_counter()
+        out.append(take(s, np.zeros(1, np.int64)))
         plan = planner_mod.plan(s, 0, planner)
-        spent += time.perf_counter() - t
-        decisions += 1
         for b in planner_mod.script(plan, rng.choice(np.flatnonzero(plan.feasible_mask))):
             frames(s, np.array([b], np.int64))
-    print(f"{'planner':16s} {decisions / spent:12.4g} decisions/s (one env, {decisions} decisions, "
-          f"{len(plan.parent)} search nodes in the last)")
+    return out
 
+
+def _load(path: str):
+    spec = importlib.util.spec_from_file_location("compared_planner", path)
+    if spec is None:
+        raise ValueError(f"--compare-module must be a Python file, got {path!r}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _planner_figures(args) -> None:
+    from vecsim.planners import drmario as planner_mod
+    modules = [("planner", planner_mod)]
+    if args.compare_module:
+        modules.append(("compared", _load(args.compare_module)))
+    states = _decisions(args.level, args.speed, args.planner_decisions)
+    planners = [m.Planner() for _, m in modules]
+    for (_, m), p in zip(modules, planners):
+        m.plan(states[0], 0, p)  # compile
+    best = [float("inf")] * len(modules)
+    for _ in range(args.rounds):
+        for k, ((_, m), p) in enumerate(zip(modules, planners)):
+            start = time.thread_time()
+            for st in states:
+                m.plan(st, 0, p)
+            best[k] = min(best[k], time.thread_time() - start)
+    nodes = [len(planner_mod.plan(st, 0, planners[0]).parent) for st in states]
+    for (name, _), t in zip(modules, best):
+        print(f"{name:16s} {len(states) / t:12.4g} decisions/s (one thread, CPU time, best of {args.rounds} "
+              f"rounds over {len(states)} decisions)")
+    print(f"{'':16s} {np.mean(nodes):12.4g} search nodes per decision (level {args.level}, speed {args.speed})")
+    if len(modules) == 2:
+        print(f"{'ratio':16s} {best[1] / best[0]:12.4g}x (planner over compared)")
 
 if __name__ == "__main__":
     main()

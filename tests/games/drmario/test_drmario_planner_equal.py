@@ -1,0 +1,142 @@
+"""The pruned planner against the reference search (``drmario_planner_reference``): the same
+feasibility mask and the same cost of every placement, at decision points of games played
+with random placements and on random junk bottles, over levels, speeds, speed-ups (T = 0
+included), frame-counter phases and carried-over controller states."""
+
+import numpy as np
+import pytest
+from drmario_planner_reference import reference_costs
+
+from vecsim.games.drmario import rules
+from vecsim.games.drmario.replay import frames
+from vecsim.games.drmario.state import allocate
+from vecsim.games.drmario.tables import EMPTY, VIRUS
+from vecsim.planners import drmario as planner_mod
+
+
+@pytest.fixture(scope="module")
+def planner():
+    return planner_mod.Planner()
+
+
+def _to_decision(s):
+    while s.next_action[0] != rules.FALLING and s.outcome[0] == rules.PLAYING:
+        frames(s, np.zeros(1, np.int64))
+
+
+def _perturb(s, rng):
+    """A carried-over controller state, charge and gravity counter as a real game can leave them."""
+    s.held[0] = int(rng.choice([0, 1, 2, 4, 64, 128, 192, 65, 130, 66, 129, 4 | 64]))
+    s.hor_velocity[0] = int(rng.integers(0, 16))
+    s.fc[0] = int(rng.integers(0, 256))
+
+
+def _assert_equal(s, planner):
+    ref, _ = reference_costs(s, 0)
+    plan = planner_mod.plan(s, 0, planner)
+    np.testing.assert_array_equal(plan.cost_to_lock, ref)
+    np.testing.assert_array_equal(plan.feasible_mask, ref != planner_mod.UNREACHABLE)
+    return plan
+
+
+def _games(seed, decisions, speed_ups):
+    rng = np.random.default_rng(seed)
+    s = allocate(1)
+    rules.start_level(s, 0, int(rng.integers(0, 25)), int(rng.integers(0, 3)), int(rng.integers(1, 65536)),
+                      int(rng.integers(0, 256)))
+    s.speed_ups[0] = speed_ups
+    _to_decision(s)
+    for _ in range(decisions):
+        if s.outcome[0] != rules.PLAYING:
+            return
+        _perturb(s, rng)
+        yield s, rng
+        _to_decision(s)
+
+
+def _play_checked(seed, decisions, speed_ups, planner):
+    checked = 0
+    for s, rng in _games(seed, decisions, speed_ups):
+        plan = _assert_equal(s, planner)
+        checked += 1
+        for b in planner_mod.script(plan, rng.choice(np.flatnonzero(plan.feasible_mask))):
+            frames(s, np.array([b], np.int64))
+    assert checked >= 1
+
+
+@pytest.mark.parametrize("seed,speed_ups", [(0, 49), (1, 45), (2, 30)])
+def test_same_costs_as_reference_fast_gravity(planner, seed, speed_ups):
+    _play_checked(seed, 3, speed_ups, planner)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(8))
+def test_same_costs_as_reference_in_games(planner, seed):
+    _play_checked(100 + seed, 3, int(np.random.default_rng(seed).integers(0, 50)), planner)
+
+
+@pytest.mark.parametrize("seed", [*range(6), *(pytest.param(k, marks=pytest.mark.slow) for k in range(6, 30))])
+def test_same_costs_as_reference_on_junk_bottles(planner, seed):
+    rng = np.random.default_rng(1000 + seed)
+    s = allocate(1)
+    rules.start_level(s, 0, 0, 2, 0x8988, 0)
+    s.speed_ups[0] = int(rng.integers(20, 50))
+    _to_decision(s)
+    occupied = rng.random(128) < np.linspace(0.0, 0.6, 128)
+    occupied[:16] = False
+    s.board[0] = np.where(occupied, VIRUS | rng.integers(0, 3, 128), EMPTY).astype(s.board.dtype)
+    s.x[0], s.y[0], s.rot[0] = int(rng.integers(0, 7)), 15, int(rng.integers(0, 4))
+    if s.rot[0] & 1 == 0:
+        s.x[0] = min(int(s.x[0]), 6)
+    s.speed_counter[0] = int(rng.integers(0, rules.gravity_threshold(s, 0) + 1))
+    _perturb(s, rng)
+    _assert_equal(s, planner)
+
+
+def test_search_input_order_is_the_frame_mode_buttons():
+    from vecsim.games.drmario import BUTTONS
+    from vecsim.games.drmario.tables import BTN_A, BTN_B
+    for d in range(4):
+        assert sorted(BUTTONS[4 * d:4 * d + 4]) == sorted(planner_mod.DPAD[d] | r for r in (0, BTN_A, BTN_B, BTN_A | BTN_B))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_every_frame_is_a_path_of_the_pose_graph(seed):
+    """Each pill pass of the game (every input, held state, charge and gravity phase) moves
+    the pill to a pose that ``pose_graph`` reaches from its pose: the graph the search prunes
+    with leaves no frame out."""
+    from vecsim.games.drmario import BUTTONS
+    rng = np.random.default_rng(2000 + seed)
+    s = allocate(1)
+    occupied = rng.random(128) < np.linspace(0.0, 0.7, 128)
+    s.board[0] = np.where(occupied, VIRUS | rng.integers(0, 3, 128), EMPTY).astype(s.board.dtype)
+    fit = np.zeros((2, 17, 10), np.bool_)
+    planner_mod.fit_table(s.board, 0, fit)
+    pred_start, pred = np.zeros(513, np.int64), np.zeros(512 * 7, np.int64)
+    planner_mod.pose_graph(fit, pred_start, pred)
+    succ = [[] for _ in range(512)]
+    for q in range(512):
+        for p in pred[pred_start[q]:pred_start[q + 1]]:
+            succ[p].append(q)
+    moves = 0
+    for p in range(512):
+        x, y, rot = p % 8, (p // 8) % 16, p // 128
+        if not rules.fits(s.board, 0, x, y, rot):
+            continue
+        reach, todo = {p}, [p]
+        while todo:
+            for q in succ[todo.pop()]:
+                if q not in reach:
+                    reach.add(q)
+                    todo.append(q)
+        for held_prev in (0, 1, 2, 64, 128, 192, 65, 130):
+            for held in BUTTONS:
+                for sc, hv, fc in ((0, 15, 1), (0, 15, 0), (5, 0, 0)):
+                    nx, ny, nrot, _, _, locked = rules.pill_frame(s.board, 0, x, y, rot, sc, hv, fc, held_prev,
+                                                                  held, 5)
+                    if locked:
+                        assert y == 0 or not rules.fits(s.board, 0, x, y - 1, rot)
+                    else:
+                        assert nx + 8 * ny + 128 * nrot in reach, (p, held_prev, held, sc, hv, fc)
+                        moves += (nx, ny, nrot) != (x, y, rot)
+    assert moves > 1000
