@@ -5,10 +5,13 @@
 Three figures on the same batch (level, speed, random frame-mode inputs drawn once per
 frame from a fixed table, games restarted when over):
 
-* ``kernel``: ``rules.frame`` over every env in a serial ``@njit`` loop (one thread);
+* ``kernel``: ``rules.frame`` over every env in a serial loop (one thread), compiled as the
+  engine's kernels are (no reference counting: with it, each read of a ``State`` field costs
+  an atomic increment and decrement, more than the frame itself);
 * ``kernel parallel``: the same loop with ``prange`` on Numba's threads;
-* ``engine``: ``vecsim.make("vecsim/DrMario-v0", num_envs=N).step`` (autoreset, observations,
-  events and info), the path a learner uses.
+* ``engine serial``: ``vecsim.make("vecsim/DrMario-v0", num_envs=N, parallel=False).step``
+  (autoreset, observations, events and info), the path a learner uses, on one thread;
+* ``engine``: the same with the engine's own kernel choice (threads over envs).
 
 The planner is timed per decision on the same levels (``planner``): one exact search from
 each decision point of a random game.
@@ -22,12 +25,14 @@ import time
 import numpy as np
 from numba import njit, prange
 
+from vecsim.core.jit import kernel_options
+
 from vecsim.games.drmario import BUTTONS, rules
 from vecsim.games.drmario.state import allocate
 
 
 def _loop(parallel: bool):
-    @njit(parallel=parallel, cache=False)
+    @njit(**dict(kernel_options("float64", parallel), cache=False))
     def run(s, inputs, rounds, level, speed):
         n = s.x.shape[0]
         for r in range(rounds):
@@ -70,15 +75,18 @@ def main(argv=None) -> None:
         print(f"{name:16s} {rate:12.4g} frames/s  (num_envs={n})")
 
     import vecsim
-    engine = vecsim.make("vecsim/DrMario-v0", num_envs=n, level=args.level, speed=args.speed)
-    engine.reset(seed=0)
     actions = rng.integers(0, len(BUTTONS), size=(64, n))
-    k = [0]
+    for name, parallel in (("engine serial", False), ("engine", "auto")):
+        engine = vecsim.make("vecsim/DrMario-v0", num_envs=n, level=args.level, speed=args.speed,
+                             parallel=parallel)
+        engine.reset(seed=0)
+        k = [0]
 
-    def step():
-        engine.step(actions[k[0] % 64])
-        k[0] += 1
-    print(f"{'engine':16s} {_time(step, args.seconds) * n:12.4g} frames/s  (num_envs={n})")
+        def step():
+            engine.step(actions[k[0] % 64])
+            k[0] += 1
+        print(f"{name:16s} {_time(step, args.seconds) * n:12.4g} frames/s  (num_envs={n})")
+        engine.close()
 
     from vecsim.planners import drmario as planner_mod
     from vecsim.games.drmario.replay import frames
