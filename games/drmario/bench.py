@@ -8,7 +8,7 @@ frame from a fixed table, games restarted when over):
 * ``kernel``: ``rules.frame`` over every env in a serial loop (one thread), compiled as the
   engine's kernels are (no reference counting: with it, each read of a ``State`` field costs
   an atomic increment and decrement, more than the frame itself);
-* ``kernel parallel``: the same loop with ``prange`` on Numba's threads;
+* ``kernel parallel``: the same frames, runs of 16 envs a ``prange`` iteration on Numba's threads;
 * ``engine serial``: ``vecsim.make("vecsim/DrMario-v0", num_envs=N, parallel=False).step``
   (autoreset, observations, events and info), the path a learner uses, on one thread;
 * ``engine``: the same with the engine's own kernel choice (threads over envs).
@@ -25,10 +25,23 @@ import time
 import numpy as np
 from numba import njit, prange
 
-from vecsim.core.jit import kernel_options
-
+from vecsim.core.jit import exact, kernel_options
 from vecsim.games.drmario import BUTTONS, rules
 from vecsim.games.drmario.state import allocate
+
+#: Envs a call of ``_frames`` steps (as the engine's ``KernelHints.envs_per_call``).
+_RUN = 16
+
+
+@exact
+def _frames(s, lo, hi, inputs, r, level, speed):
+    """One frame of envs ``lo <= i < hi``, a game over restarted first. A call, never inlined
+    into the prange body: with ``frame`` inlined there, Numba's parallel loop skips envs
+    (docs/numba-workarounds.md)."""
+    for i in range(lo, hi):
+        if s.outcome[i] != rules.PLAYING:
+            rules.start_level(s, i, level, speed, 0x8988 + i, 0)
+        rules.frame(s, i, inputs[(i * 7 + r) % inputs.shape[0]])
 
 
 def _loop(parallel: bool):
@@ -36,10 +49,8 @@ def _loop(parallel: bool):
     def run(s, inputs, rounds, level, speed):
         n = s.x.shape[0]
         for r in range(rounds):
-            for i in prange(n):
-                if s.outcome[i] != rules.PLAYING:
-                    rules.start_level(s, i, level, speed, 0x8988 + i, 0)
-                rules.frame(s, i, inputs[(i * 7 + r) % inputs.shape[0]])
+            for c in prange((n + _RUN - 1) // _RUN):
+                _frames(s, c * _RUN, min(n, (c + 1) * _RUN), inputs, r, level, speed)
     return run
 
 
