@@ -120,9 +120,11 @@ def reset_env(s, p, i, rng):
 
 @exact
 def _emit_events(s, i, events):
-    for k in range(events.shape[1]):
-        events[i, k] = s.frame_events[i, k]
-        s.frame_events[i, k] = 0
+    frame_events = s.frame_events
+    for k in range(rules.N_FRAME_EVENTS):  # a constant count: unrolled
+        events[i, k] = frame_events[i, k]
+    for k in range(rules.N_FRAME_EVENTS):
+        frame_events[i, k] = 0
 
 
 @exact
