@@ -43,6 +43,7 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
+from vecsim.core.cells import put_words
 from vecsim.core.contract import KernelHints, named_choices, param
 from vecsim.core.jit import exact
 from vecsim.core.rng import randint
@@ -58,7 +59,7 @@ STRUCTURAL = ("mode",)
 EVENTS = ("locks", "spawns", "match_groups", "match_rounds", "viruses_cleared", "tiles_cleared",
           "drop_passes", "speed_ups")
 PHYSICAL_STATE = ()
-KERNEL_HINTS = KernelHints(write_obs_fills_row=True)
+KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16)
 OBS_SIZE = 136
 
 _DPAD = (0, BTN_LEFT, BTN_RIGHT, BTN_DOWN)
@@ -119,9 +120,11 @@ def reset_env(s, p, i, rng):
 
 @exact
 def _emit_events(s, i, events):
-    for k in range(events.shape[1]):
-        events[i, k] = s.frame_events[i, k]
-        s.frame_events[i, k] = 0
+    frame_events = s.frame_events
+    for k in range(rules.N_FRAME_EVENTS):  # a constant count: unrolled
+        events[i, k] = frame_events[i, k]
+    for k in range(rules.N_FRAME_EVENTS):
+        frame_events[i, k] = 0
 
 
 @exact
@@ -134,8 +137,7 @@ def step_env(s, p, i, actions, events, rng):
 
 @exact
 def write_obs(s, p, i, obs):
-    for k in range(128):
-        obs[i, k] = s.board[i, k]
+    put_words(obs, i, 0, s.board.view(np.uint64), i, 16)  # the bottle's 128 bytes, 8 a store
     obs[i, 128] = s.x[i]
     obs[i, 129] = 15 - s.y[i]
     obs[i, 130] = s.rot[i]

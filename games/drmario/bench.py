@@ -1,14 +1,17 @@
 """Dr. Mario per-frame speed: frames/s of the per-frame kernel and of the vecsim engine.
 
-    python -m vecsim.games.drmario.bench [--num-envs 4096] [--seconds 3] [--level 10] [--speed 1]
+    python -m vecsim.games.drmario.bench [--num-envs 4096] [--seconds 3] [--level 10] [--speed 1] [--thread-time]
 
 Three figures on the same batch (level, speed, random frame-mode inputs drawn once per
 frame from a fixed table, games restarted when over):
 
-* ``kernel``: ``rules.frame`` over every env in a serial ``@njit`` loop (one thread);
-* ``kernel parallel``: the same loop with ``prange`` on Numba's threads;
-* ``engine``: ``vecsim.make("vecsim/DrMario-v0", num_envs=N).step`` (autoreset, observations,
-  events and info), the path a learner uses.
+* ``kernel``: ``rules.frame`` over every env in a serial loop (one thread), compiled as the
+  engine's kernels are (no reference counting: with it, each read of a ``State`` field costs
+  an atomic increment and decrement, more than the frame itself);
+* ``kernel parallel``: the same frames, runs of 16 envs a ``prange`` iteration on Numba's threads;
+* ``engine serial``: ``vecsim.make("vecsim/DrMario-v0", num_envs=N, parallel=False).step``
+  (autoreset, observations, events and info), the path a learner uses, on one thread;
+* ``engine``: the same with the engine's own kernel choice (threads over envs).
 
 The planner is timed per decision on the same level and speed (``planner``): one exact
 search from each of ``--planner-decisions`` decision points of games played with random
@@ -28,30 +31,43 @@ import time
 import numpy as np
 from numba import njit, prange
 
+from vecsim.core.jit import exact, kernel_options
 from vecsim.games.drmario import BUTTONS, rules
 from vecsim.games.drmario.state import allocate
 
+#: Envs a call of ``_frames`` steps (as the engine's ``KernelHints.envs_per_call``).
+_RUN = 16
+
+
+@exact
+def _frames(s, lo, hi, inputs, r, level, speed):
+    """One frame of envs ``lo <= i < hi``, a game over restarted first. A call, never inlined
+    into the prange body: with ``frame`` inlined there, Numba's parallel loop skips envs
+    (docs/numba-workarounds.md)."""
+    for i in range(lo, hi):
+        if s.outcome[i] != rules.PLAYING:
+            rules.start_level(s, i, level, speed, 0x8988 + i, 0)
+        rules.frame(s, i, inputs[(i * 7 + r) % inputs.shape[0]])
+
 
 def _loop(parallel: bool):
-    @njit(parallel=parallel, cache=False)
+    @njit(**dict(kernel_options("float64", parallel), cache=False))
     def run(s, inputs, rounds, level, speed):
         n = s.x.shape[0]
         for r in range(rounds):
-            for i in prange(n):
-                if s.outcome[i] != rules.PLAYING:
-                    rules.start_level(s, i, level, speed, 0x8988 + i, 0)
-                rules.frame(s, i, inputs[(i * 7 + r) % inputs.shape[0]])
+            for c in prange((n + _RUN - 1) // _RUN):
+                _frames(s, c * _RUN, min(n, (c + 1) * _RUN), inputs, r, level, speed)
     return run
 
 
-def _time(fn, seconds: float) -> float:
-    """Calls per second of ``fn()`` over about ``seconds`` (after one warm-up call)."""
+def _time(fn, seconds: float, clock=time.perf_counter) -> float:
+    """Calls per second of ``fn()`` over about ``seconds`` of ``clock`` (after one warm-up call)."""
     fn()
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    n, start = 0, clock()
+    while clock() - start < seconds:
         fn()
         n += 1
-    return n / (time.perf_counter() - start)
+    return n / (clock() - start)
 
 
 def main(argv=None) -> None:
@@ -64,6 +80,10 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--planner-only", action="store_true")
     ap.add_argument("--compare-module", default=None)
+    ap.add_argument("--thread-time", action="store_true",
+                    help="time the one-thread frame figures (kernel, engine serial) by the calling thread's CPU "
+                         "time, steady on a loaded machine; the threaded ones stay wall-clock (the planner's "
+                         "figure is always CPU time)")
     args = ap.parse_args(argv)
     if args.num_envs < 1 or args.seconds <= 0 or not 0 <= args.level <= 24:
         raise ValueError(f"need --num-envs >= 1, --seconds > 0, --level in [0, 24], got {vars(args)}")
@@ -76,6 +96,7 @@ def main(argv=None) -> None:
 
 def _frame_figures(args) -> None:
     n, rounds = args.num_envs, 16
+    one_thread_clock = time.thread_time if args.thread_time else time.perf_counter
     rng = np.random.default_rng(0)
     inputs = BUTTONS[rng.integers(0, len(BUTTONS), size=4099)]
     for name, parallel in (("kernel", False), ("kernel parallel", True)):
@@ -83,19 +104,24 @@ def _frame_figures(args) -> None:
         for i in range(n):
             rules.start_level(s, i, args.level, args.speed, 0x8988 + i, 0)
         run = _loop(parallel)
-        rate = _time(lambda: run(s, inputs, rounds, args.level, args.speed), args.seconds) * n * rounds
+        clock = time.perf_counter if parallel else one_thread_clock
+        rate = _time(lambda: run(s, inputs, rounds, args.level, args.speed), args.seconds, clock) * n * rounds
         print(f"{name:16s} {rate:12.4g} frames/s  (num_envs={n})")
 
     import vecsim
-    engine = vecsim.make("vecsim/DrMario-v0", num_envs=n, level=args.level, speed=args.speed)
-    engine.reset(seed=0)
     actions = rng.integers(0, len(BUTTONS), size=(64, n))
-    k = [0]
+    for name, parallel in (("engine serial", False), ("engine", "auto")):
+        engine = vecsim.make("vecsim/DrMario-v0", num_envs=n, level=args.level, speed=args.speed,
+                             parallel=parallel)
+        engine.reset(seed=0)
+        k = [0]
 
-    def step():
-        engine.step(actions[k[0] % 64])
-        k[0] += 1
-    print(f"{'engine':16s} {_time(step, args.seconds) * n:12.4g} frames/s  (num_envs={n})")
+        def step():
+            engine.step(actions[k[0] % 64])
+            k[0] += 1
+        clock = one_thread_clock if parallel is False else time.perf_counter
+        print(f"{name:16s} {_time(step, args.seconds, clock) * n:12.4g} frames/s  (num_envs={n})")
+        engine.close()
 
 
 

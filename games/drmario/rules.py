@@ -149,7 +149,7 @@ def lock(s, i):
     s.frame_events[i, EV_LOCKS] += 1
 
 
-@exact
+@exact(inline="always")
 def pill_frame(board, i, x, y, rot, sc, hv, fc, held_prev, held, threshold):
     """One falling-pill pass (§5) on pill control state ``(x, y, rot, sc, hv)`` with frame
     counter ``fc`` (as this pass sees it), last frame's controller ``held_prev``, this frame's
@@ -356,7 +356,7 @@ def update_field(s, i):
                 board[i, p] = SINGLE | (v & 15)
 
 
-@exact
+@exact(inline="always")
 def placed_pass(s, i):
     """One step of the lock-resolution step machine (§6.1)."""
     step = s.placed_step[i]

@@ -1,5 +1,6 @@
-"""``put_cells``: a bit row written as one byte per cell, with whole-word stores where the
-output allows them, the same bytes as a loop over the cells in every case."""
+"""``put_cells`` and ``put_words``: a bit row written as one byte per cell, and a row of words
+as its bytes, with whole-word stores where the output allows them, the same bytes as a loop
+over the cells in every case."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numba
 import numpy as np
 import pytest
 
-from vecsim.core.cells import SPREAD, put_cells
+from vecsim.core.cells import SPREAD, put_cells, put_words
 
 
 @numba.njit
@@ -48,3 +49,29 @@ def test_put_cells_from_python_is_the_same_loop():
     put_cells(out, 1, 2, 0b1000000101, 10)
     assert out[1].tolist() == [0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1]
     assert not out[0].any()
+
+
+@numba.njit
+def put_word_rows(out, words, starts, n):
+    for i in range(words.shape[0]):
+        put_words(out, i, starts[i], words, words.shape[0] - 1 - i, n)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("n", [1, 3, 16])
+def test_put_words_copies_the_bytes_and_nothing_else(dtype, order, n):
+    rng = np.random.default_rng(n)
+    src = rng.integers(0, 256, (5, 8 * n), dtype=np.uint8)
+    words = src.view(np.uint64)
+    starts = rng.integers(0, 9, 5)  # unaligned offsets into each row
+    out = np.full((5, 8 * n + 9), 7, dtype=dtype, order=order)
+    put_word_rows(out, words, starts, n)
+    want = np.full(out.shape, 7, dtype=dtype)
+    for i in range(5):
+        want[i, starts[i]:starts[i] + 8 * n] = src[4 - i].view(dtype)
+    assert np.array_equal(out, want)
+    py = np.full(out.shape, 7, dtype=dtype, order=order)
+    for i in range(5):
+        put_words(py, i, starts[i], words, 4 - i, n)
+    assert np.array_equal(py, want)

@@ -81,3 +81,32 @@ def _put_cells(out, i, start, bits, n):
             out[i, start + k] = ((bits >> k) & 1) != 0
 
     return put_bytes
+
+
+def put_words(out, i, start, words, j, n):
+    """``out[i, start + 8 * w + b]`` = byte ``b`` (little-endian) of ``words[j, w]`` for ``w < n``:
+    a row of bytes kept as 64-bit words copied into an observation row.
+
+    ``out``: (rows, cols) array of uint8 or int8; ``words``: (rows2, W) uint64 (a byte array's
+    ``view(np.uint64)``). Compiled inline in Numba (whole-word stores where ``out`` is
+    C-contiguous); from Python, a slice copy.
+    """
+    out[i, start:start + 8 * n] = words[j, :n].astype("<u8").view(np.uint8).view(out.dtype)
+
+
+@overload(put_words)
+def _put_words(out, i, start, words, j, n):
+    if _word_storable(out) and isinstance(out.dtype, types.Integer):
+        def store_words(out, i, start, words, j, n):
+            for w in range(n):
+                _store_word(out, i, start + 8 * w, words[j, w])
+
+        return store_words
+
+    def store_bytes(out, i, start, words, j, n):
+        for w in range(n):
+            v = words[j, w]
+            for b in range(8):
+                out[i, start + 8 * w + b] = (v >> np.uint64(8 * b)) & np.uint64(255)
+
+    return store_bytes

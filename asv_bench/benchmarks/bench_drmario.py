@@ -1,0 +1,49 @@
+"""DrMario-v0 in frame mode: ``Engine.step`` of one NES frame per env.
+
+Level 10, medium speed, random controller inputs (``Discrete(16)``) drawn ahead of time,
+NEXT_STEP autoreset: the per-frame path a learner uses. ``serial`` is the one-thread kernel,
+``auto`` the engine's own choice (threads over envs from its tuned batch size). The kernels
+are compiled (or loaded from the cache) in ``setup``, never inside a timed call.
+``python -m vecsim.games.drmario.bench`` gives the same figures beside the bare kernel's.
+"""
+
+from __future__ import annotations
+
+# vecsim through common: it makes the checkout importable where asv installed nothing.
+from .common import bench, vecsim
+
+GAME = bench.full_id("DrMario-v0")
+NUM_ENVS = (16, 4096)
+KERNELS = ("serial", "auto")
+
+
+class DrMarioFrameStep:
+    """``Engine.step`` in frame mode; steps/s are frames/s."""
+
+    params = (KERNELS, NUM_ENVS)
+    param_names = ("kernel", "num_envs")
+    timeout = 600.0  # a cold cache compiles the Dr. Mario kernels in setup
+
+    def setup(self, kernel, num_envs):
+        vecsim.warmup(GAME)
+        self.engine = vecsim.make(GAME, num_envs, level=10, speed="med",
+                                  parallel=False if kernel == "serial" else "auto")
+        self.engine.reset(seed=0)
+        self.next_actions = bench.engine_actions(self.engine)
+        self.step()
+
+    def step(self):
+        self.engine.step(self.next_actions())
+
+    def teardown(self, kernel, num_envs):
+        engine = getattr(self, "engine", None)
+        if engine is not None:
+            engine.close()
+
+    def time_step(self, kernel, num_envs):
+        self.step()
+
+    def track_frames_per_second(self, kernel, num_envs):
+        return bench.steps_per_second(self.step, num_envs, seconds=0.5)
+
+    track_frames_per_second.unit = "frames/s"

@@ -1,0 +1,25 @@
+"""The speed benchmark's frame loops step every env: serial and parallel leave the same state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vecsim.games.drmario import BUTTONS, bench, rules
+from vecsim.games.drmario.state import allocate
+
+
+@pytest.mark.slow
+def test_bench_loops_step_every_env_the_same_serial_and_parallel():
+    n, rounds = 70, 40  # not a whole number of runs
+    inputs = BUTTONS[np.random.default_rng(0).integers(0, len(BUTTONS), size=97)]
+    states = []
+    for parallel in (False, True):
+        s = allocate(n)
+        for i in range(n):
+            rules.start_level(s, i, 10, 1, 0x8988 + i, 0)
+        bench._loop(parallel)(s, inputs, rounds, 10, 1)
+        assert (s.frame_count == rounds).all()
+        states.append(s)
+    for name in states[0]._fields:
+        assert np.array_equal(getattr(states[0], name), getattr(states[1], name)), name
