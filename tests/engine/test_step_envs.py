@@ -53,5 +53,5 @@ def test_a_finished_or_illegal_env_in_the_mask_is_refused_and_nothing_steps():
         cart.step_envs(np.array([True, False]), np.zeros(2, np.int64))
     with pytest.raises(ValueError, match="env 0"):
         cart.step_envs(np.array([True, True]), np.zeros(2, np.int64))
-    with pytest.raises(ValueError, match="reset mask must have shape"):
+    with pytest.raises(ValueError, match="step_envs mask must have shape"):
         cart.step_envs(np.ones(3, bool), np.zeros(2, np.int64))

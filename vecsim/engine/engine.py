@@ -624,17 +624,17 @@ class Engine:
         self._seeded = True  # only once the seed is valid: a rejected seed seeds nothing
         return 1, base
 
-    def _words_of(self, mask) -> np.ndarray:
+    def _words_of(self, mask, what: str = "reset mask") -> np.ndarray:
         if isinstance(mask, ResetMask):
             if mask.num_envs != self.num_envs:
-                raise ValueError(f"reset mask covers {mask.num_envs} envs, but num_envs={self.num_envs}")
+                raise ValueError(f"{what} covers {mask.num_envs} envs, but num_envs={self.num_envs}")
             return mask.words
         if not isinstance(mask, np.ndarray):
-            raise TypeError(f"reset mask must be a ResetMask or a numpy bool array, but got {type(mask).__name__}")
+            raise TypeError(f"{what} must be a ResetMask or a numpy bool array, but got {type(mask).__name__}")
         if mask.dtype != np.bool_:
-            raise TypeError(f"reset mask must have dtype bool, but got dtype {mask.dtype}")
+            raise TypeError(f"{what} must have dtype bool, but got dtype {mask.dtype}")
         if mask.shape != (self.num_envs,):
-            raise ValueError(f"reset mask must have shape ({self.num_envs},), but got shape {mask.shape}")
+            raise ValueError(f"{what} must have shape ({self.num_envs},), but got shape {mask.shape}")
         self._bool_pad[: self.num_envs] = mask  # preallocated: saves a num_envs-sized temporary per call
         self._bool_words[:] = np.packbits(self._bool_pad, bitorder="little").view("<u8")
         return self._bool_words
@@ -866,7 +866,7 @@ class Engine:
         self.check_open()
         self.check_started()
         acts = self.coerce_actions(actions)
-        words = self._words_of(mask)
+        words = self._words_of(mask, "step_envs mask")
         self._attach_outputs()
         self._forget_done()
         status, index = self._kernels.step_envs(words, self._max_steps, acts, self._step_table)
