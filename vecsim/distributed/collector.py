@@ -19,6 +19,7 @@ import math
 import os
 import queue
 import threading
+import time
 
 import numpy as np
 from numba.core.registry import CPUDispatcher
@@ -350,10 +351,29 @@ class RayEpisodeCollector:
         self._next_job += n
         return _join(runs, self.max_steps)
 
-    def close(self) -> None:
-        """Kill every actor (releasing its process and CPUs). Idempotent."""
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Kill every actor and wait, up to ``timeout_s`` seconds in all, until each is gone.
+
+        When ``close`` returns, the actors' processes and CPUs are released: a collector made
+        next finds them free. Idempotent.
+        """
         if self._closed:
             return
+        self._kill_all()
+        ray = self._ray
+        deadline = time.monotonic() + timeout_s
+        for actor in self._actors:
+            # ray.kill only sends the kill: a call made at once may still be answered.
+            while (left := deadline - time.monotonic()) > 0:
+                try:
+                    ray.get(actor.where.remote(), timeout=left)
+                except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                    break
+                except Exception:  # Ray shut down
+                    return
+                time.sleep(0.02)
+
+    def _kill_all(self) -> None:
         self._closed = True
         for actor in self._actors:
             try:
@@ -384,7 +404,8 @@ class RayEpisodeCollector:
 
     def __del__(self):
         try:
-            self.close()
+            if not self._closed:
+                self._kill_all()
         except Exception:
             pass
 
@@ -405,7 +426,7 @@ class RayEpisodeCollector:
         except Exception:
             pass
         if not self._alive:
-            self.close()
+            self._kill_all()
             raise RuntimeError(f"every actor of the collector died; jobs {run[0]}..{run[0] + run[1] - 1} "
                                f"were not collected")
         todo.extend(_runs(run[0], run[1], len(self._alive)))
@@ -417,7 +438,7 @@ class RayEpisodeCollector:
             jobs = "" if run is None else f", jobs {run[0]}..{run[0] + run[1] - 1}"
             node = self.nodes[actor] if getattr(self, "nodes", None) and self.nodes[actor] else "not known yet"
             lines.append(f"actor {actor} (node {node}{jobs})")
-        self.close()
+        self._kill_all()  # not close(): an actor that stopped answering may not confirm its end either
         name = "timeout_s" if timeout_s is None else "start_timeout_s"
         raise CollectorTimeout(f"no answer within {name}={timeout_s or self.timeout_s} s to {what} from "
                                f"{'; '.join(lines)}; the collector is closed")
