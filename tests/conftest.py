@@ -101,3 +101,17 @@ def assert_unchanged():
             np.testing.assert_array_equal(after[name], old, err_msg=f"{what}: {name} changed")
 
     return check
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sb3_log_folder(tmp_path_factory):
+    """SB3's ``learn`` makes a log folder in the system's temp folder on every call unless
+    ``SB3_LOGDIR`` names one: keep them in pytest's own temp folder, which it prunes."""
+    folder = tmp_path_factory.mktemp("sb3-logs")
+    old = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("SB3_LOGDIR", None)
+    else:
+        os.environ["SB3_LOGDIR"] = old
