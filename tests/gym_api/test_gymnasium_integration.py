@@ -126,3 +126,24 @@ def test_disabled_autoreset_names_the_vector_envs_reset_when_a_finished_env_is_s
     envs.reset(options={"reset_mask": np.ones(4, dtype=bool)})
     envs.step(actions)  # stepping again after the masked reset
     envs.close()
+
+
+def test_reset_refuses_options_it_would_ignore():
+    # Gymnasium's CartPole takes options={"low": ..., "high": ...}; vecsim sets reset ranges as
+    # constants (make(..., reset_low=...)), so such options are refused rather than ignored.
+    envs = _make_vec("vecsim/CartPole-v1")
+    env = gym.make("vecsim/CartPole-v1")
+    with pytest.raises(ValueError, match=r"vecsim/CartPole-v1 reset takes only 'reset_mask', but got options "
+                                         r"with 'high', 'low'; .*make\(\.\.\., name=value\)"):
+        envs.reset(seed=0, options={"low": -0.1, "high": 0.1})
+    with pytest.raises(ValueError, match=r"vecsim/CartPole-v1 reset takes no options, but got options with 'low'"):
+        env.reset(seed=0, options={"low": -0.1})
+    with pytest.raises(TypeError, match="options must be a dict or None, but got list"):
+        env.reset(options=["low"])
+    # None and an empty dict are what Gymnasium's wrappers pass: accepted, and the same reset.
+    a, _ = envs.reset(seed=3, options={})
+    b, _ = envs.reset(seed=3)
+    np.testing.assert_array_equal(a, b)
+    assert env.reset(seed=3, options={})[0] is not None
+    envs.close()
+    env.close()

@@ -15,7 +15,7 @@ from gymnasium import spaces
 from vecsim.engine.engine import NO_RESET, Engine, check_seed
 from vecsim.engine.registry import resolve
 from vecsim.engine.reset_mask import ResetMask
-from vecsim.gym.vector import obs_parts, split_row
+from vecsim.gym.vector import check_reset_options, obs_parts, split_row
 
 
 class VecsimEnv(gymnasium.Env):
@@ -74,6 +74,7 @@ class VecsimEnv(gymnasium.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Reset; with ``seed`` the episode is the one env ``i`` of a batch reset with ``seed - i`` gets."""
+        check_reset_options(options, (), self.engine.game.env_id)
         if seed is not None:
             seed = check_seed(seed)  # ValueError/TypeError naming the seed, before any state changes
         super().reset(seed=seed)

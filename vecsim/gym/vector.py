@@ -37,6 +37,21 @@ def _autoreset_mode(value) -> AutoresetMode:
     raise ValueError(f"autoreset_mode must be a gymnasium.vector.AutoresetMode, but got autoreset_mode={value!r}")
 
 
+def check_reset_options(options, keys: tuple, env_id: str) -> None:
+    """Refuse ``reset(options=...)`` that is not a dict or holds keys other than ``keys``: a
+    Gymnasium env's own options (``low``, ``high``) would otherwise be ignored in silence."""
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict or None, but got {type(options).__name__}")
+    unknown = sorted(map(repr, set(options) - set(keys)))
+    if unknown:
+        takes = f"only {', '.join(map(repr, keys))}" if keys else "no options"
+        raise ValueError(f"vecsim/{env_id} reset takes {takes}, but got options with {', '.join(unknown)}; "
+                         f"a game's constants (reset ranges, a level) are set by make(..., name=value) or, "
+                         f"for some envs from their next reset on, by engine.reset_envs(mask, seed, name=value)")
+
+
 def obs_parts(space: spaces.Dict) -> list[tuple[str, int, int, tuple]]:
     """(key, start, stop, shape) of each part of a flat ``Dict`` observation, in
     ``gymnasium.spaces.flatten`` order (every part a ``Box`` of the flat observation's dtype,
@@ -191,8 +206,7 @@ class VecsimVectorEnv(VectorEnv):
         """
         self._check_open()
         eng = self.engine
-        if options is not None and not isinstance(options, dict):
-            raise TypeError(f"options must be a dict or None, but got {type(options).__name__}")
+        check_reset_options(options, ("reset_mask",), eng.game.env_id)
         if options and "reset_mask" in options:
             mask = options["reset_mask"]
             if not isinstance(mask, np.ndarray):
