@@ -103,7 +103,8 @@ def check_params(values: dict) -> None:
         raise ValueError(f"{NAME} book_or_nips must be 0 (book) or 1 (nips), "
                          f"but got book_or_nips={values['book_or_nips']}")
     if np.any(values["reset_low"] > values["reset_high"]):
-        raise ValueError(f"{NAME} reset_low must be <= reset_high")
+        raise ValueError(f"{NAME} reset_low must be <= reset_high, but got "
+                         f"reset_low={values['reset_low']} and reset_high={values['reset_high']}")
 
 
 def observation_space(p: Params) -> spaces.Box:

@@ -86,9 +86,10 @@ def allocate_state(num_envs: int, float_dtype, params=None) -> State:
 def check_params(values: dict) -> None:
     for name in ("masscart", "masspole", "length", "tau"):
         if np.any(values[name] <= 0):
-            raise ValueError(f"CartPole {name} must be > 0, but got {name}={values[name]}")
+            raise ValueError(f"{NAME} {name} must be > 0, but got {name}={values[name]}")
     if np.any(values["reset_low"] > values["reset_high"]):
-        raise ValueError("CartPole reset_low must be <= reset_high")
+        raise ValueError(f"{NAME} reset_low must be <= reset_high, but got "
+                         f"reset_low={values['reset_low']} and reset_high={values['reset_high']}")
 
 
 def observation_space(p: Params) -> spaces.Box:
