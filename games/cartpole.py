@@ -21,9 +21,10 @@ Version History
     v1 (vecsim 0.1): Gymnasium CartPole-v1 bit for bit in float64.
 
 Physics in float64 with the same operation order as Gymnasium (bitwise equal results). The
-step's sin and cos of theta come from ``vecsim.core.exactmath.sincos_small`` (glibc's values in
-arithmetic that vectorises, libm for the few it cannot promise). ``step_env_fast`` is the
-float32 variant with polynomial trigonometry used by ``precision="float32"``.
+step reads sin and cos of theta from the pass at the end of this module
+(``vecsim.core.exactmath.sincos_small``: glibc's values in arithmetic that vectorises, libm for
+the few it cannot promise). ``precision="float32"`` steps with ``games/classic_float32.py``; the
+pictures are ``games/classic_render.py``'s.
 """
 
 from __future__ import annotations
@@ -34,29 +35,19 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from vecsim.core import draw
 from vecsim.core.contract import KernelHints, allocate_float_fields, param
 from vecsim.core.exactmath import LIBM_IS_GLIBC, sincos_small
-from vecsim.core.fastmath import sincos_f32
-from vecsim.core.jit import exact, fast
+from vecsim.core.jit import exact
 from vecsim.core.rng import uniform
+from vecsim.games.classic_float32 import cartpole_step as step_env_fast
+from vecsim.games.classic_render import cartpole_rgb as render_rgb, cartpole_text as render_text
+from vecsim.games.train_presets import RL_ZOO
 
 NAME = "CartPole"
 ENV_ID = "CartPole-v1"
 MAX_EPISODE_STEPS = 500
 REWARD_THRESHOLD = 475.0
-#: ``vecsim train``'s settings: RL Baselines3 Zoo's tuned hyperparameters (its ppo/a2c/dqn.yml).
-TRAIN_PRESETS = {
-    "ppo": dict(hyperparameters=dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20,
-                                     ent_coef=0.0, learning_rate={"linear": 1e-3}, clip_range={"linear": 0.2}),
-                num_envs=8, steps=100_000, source="rl-baselines3-zoo ppo.yml"),
-    "a2c": dict(hyperparameters=dict(ent_coef=0.0), num_envs=8, steps=500_000, source="rl-baselines3-zoo a2c.yml"),
-    "dqn": dict(hyperparameters=dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000,
-                                     gamma=0.99, target_update_interval=10, train_freq=256, gradient_steps=128,
-                                     exploration_fraction=0.16, exploration_final_eps=0.04,
-                                     policy_kwargs=dict(net_arch=[256, 256])),
-                num_envs=1, steps=50_000, source="rl-baselines3-zoo dqn.yml"),
-}
+TRAIN_PRESETS = RL_ZOO[ENV_ID]  # vecsim train's settings
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
 RENDER_FPS = 50
 
@@ -95,9 +86,10 @@ def allocate_state(num_envs: int, float_dtype, params=None) -> State:
 def check_params(values: dict) -> None:
     for name in ("masscart", "masspole", "length", "tau"):
         if np.any(values[name] <= 0):
-            raise ValueError(f"CartPole {name} must be > 0, but got {name}={values[name]}")
+            raise ValueError(f"{NAME} {name} must be > 0, but got {name}={values[name]}")
     if np.any(values["reset_low"] > values["reset_high"]):
-        raise ValueError("CartPole reset_low must be <= reset_high")
+        raise ValueError(f"{NAME} reset_low must be <= reset_high, but got "
+                         f"reset_low={values['reset_low']} and reset_high={values['reset_high']}")
 
 
 def observation_space(p: Params) -> spaces.Box:
@@ -119,38 +111,6 @@ def reset_env(s, p, i, rng):
     s.x_dot[i] = uniform(rng, i, low, high)
     s.theta[i] = uniform(rng, i, low, high)
     s.theta_dot[i] = uniform(rng, i, low, high)
-
-
-@exact
-def pre_step_draft_env(s, p, i, actions):
-    """sin and cos of theta as glibc computes them, without calling it (the loop vectorises).
-
-    Where ``sincos_small`` cannot promise glibc's values, cos is left NaN for
-    ``pre_step_fix_env`` to call the library (a small share of envs while the pole is up).
-    """
-    theta = s.theta[i]
-    if LIBM_IS_GLIBC:  # a compile-time constant
-        sin_v, cos_v, sure = sincos_small(theta)
-        s.sin_theta[i] = sin_v
-        s.cos_theta[i] = cos_v if sure else math.nan
-    else:
-        s.cos_theta[i] = math.nan
-
-
-@exact
-def pre_step_env(s, p, i, actions):
-    """sin and cos of theta from libm, for a step taken one env at a time (the collectors):
-    one env's draft costs more than glibc's ``sincos``, and pays off only on SIMD lanes."""
-    theta = s.theta[i]
-    s.cos_theta[i] = math.cos(theta)
-    s.sin_theta[i] = math.sin(theta)
-
-
-@exact
-def pre_step_fix_env(s, p, i, actions):
-    """libm's values for the envs the draft left NaN."""
-    if s.cos_theta[i] != s.cos_theta[i]:
-        pre_step_env(s, p, i, actions)
 
 
 @exact
@@ -186,42 +146,6 @@ def step_env(s, p, i, actions, events, rng):
     return reward, terminated
 
 
-_F43 = np.float32(4.0 / 3.0)
-
-
-@fast
-def step_env_fast(s, p, i, actions, events, rng):
-    """float32 step: same equations, polynomial sin/cos, branch-free so the loop vectorises."""
-    gravity = param(p.gravity, i)
-    masspole = param(p.masspole, i)
-    total_mass = masspole + param(p.masscart, i)
-    length = param(p.length, i)
-    polemass_length = masspole * length
-    tau = param(p.tau, i)
-    fm = param(p.force_mag, i)
-    force = fm if actions[i] == 1 else -fm
-    x, x_dot, theta, theta_dot = s.x[i], s.x_dot[i], s.theta[i], s.theta_dot[i]
-    sintheta, costheta = sincos_f32(theta)
-    inv_mass = np.float32(1.0) / total_mass
-    temp = (force + polemass_length * (theta_dot * theta_dot) * sintheta) * inv_mass
-    thetaacc = (gravity * sintheta - costheta * temp) / (
-        length * (_F43 - masspole * (costheta * costheta) * inv_mass)
-    )
-    xacc = temp - polemass_length * thetaacc * costheta * inv_mass
-    semi = param(p.semi_implicit, i) != 0.0
-    new_x_dot = x_dot + tau * xacc
-    new_theta_dot = theta_dot + tau * thetaacc
-    x = x + tau * (new_x_dot if semi else x_dot)
-    theta = theta + tau * (new_theta_dot if semi else theta_dot)
-    s.x[i], s.x_dot[i], s.theta[i], s.theta_dot[i] = x, new_x_dot, theta, new_theta_dot
-    x_thr = param(p.x_threshold, i)
-    th_thr = param(p.theta_threshold_radians, i)
-    terminated = (x < -x_thr) | (x > x_thr) | (theta < -th_thr) | (theta > th_thr)
-    sutton = param(p.sutton_barto_reward, i) != 0.0
-    reward = np.float32(-1.0 if terminated else 0.0) if sutton else np.float32(1.0)
-    return reward, terminated
-
-
 @exact
 def write_obs(s, p, i, obs):
     obs[i, 0] = s.x[i]
@@ -230,37 +154,36 @@ def write_obs(s, p, i, obs):
     obs[i, 3] = s.theta_dot[i]
 
 
-def render_rgb(values: dict, p: Params) -> np.ndarray:
-    """The scene of Gymnasium's renderer (600x400): track, cart, pole and axle."""
-    width, height = 600, 400
-    img = draw.canvas(height, width)
-    scale = width / (p.x_threshold * 2)
-    polelen = scale * (2 * p.length)
-    cartx = float(values["x"]) * scale + width / 2.0
-    carty = height - 100.0  # y points down in the image
-    axle_y = carty - 30.0 / 4.0
-    draw.draw_line(img, 0, carty, width, carty, (0, 0, 0), 1.0)
-    draw.fill_convex_polygon(
-        img, [(cartx - 25, carty - 15), (cartx + 25, carty - 15), (cartx + 25, carty + 15), (cartx - 25, carty + 15)], (0, 0, 0)
-    )
-    theta = float(values["theta"])
-    tip = (cartx + polelen * math.sin(theta), axle_y - polelen * math.cos(theta))
-    draw.draw_line(img, cartx, axle_y, tip[0], tip[1], (202, 152, 101), 10.0)
-    draw.fill_circle(img, cartx, axle_y, 5.0, (129, 132, 203))
-    return img
+# -- the pass before the step loop, so that the loop vectorises (results as above) --------
 
 
-def render_text(values: dict, p: Params) -> str:
-    width = 41
-    pos = int(round((float(values["x"]) / (2 * p.x_threshold) + 0.5) * (width - 1)))
-    pos = min(max(pos, 0), width - 1)
-    lean = float(values["theta"])
-    pole = "|" if abs(lean) < 0.05 else ("/" if lean > 0 else "\\")
-    line1 = " " * pos + pole
-    line2 = " " * max(pos - 1, 0) + "[#]"
-    track = "-" * width
-    return (
-        f"{line1}\n{line2}\n{track}\n"
-        f"x={float(values['x']):+.3f} x_dot={float(values['x_dot']):+.3f} "
-        f"theta={float(values['theta']):+.3f} theta_dot={float(values['theta_dot']):+.3f}"
-    )
+@exact
+def pre_step_draft_env(s, p, i, actions):
+    """sin and cos of theta as glibc computes them, without calling it (the loop vectorises).
+
+    Where ``sincos_small`` cannot promise glibc's values, cos is left NaN for
+    ``pre_step_fix_env`` to call the library (a small share of envs while the pole is up).
+    """
+    theta = s.theta[i]
+    if LIBM_IS_GLIBC:  # a compile-time constant
+        sin_v, cos_v, sure = sincos_small(theta)
+        s.sin_theta[i] = sin_v
+        s.cos_theta[i] = cos_v if sure else math.nan
+    else:
+        s.cos_theta[i] = math.nan
+
+
+@exact
+def pre_step_env(s, p, i, actions):
+    """sin and cos of theta from libm, for a step taken one env at a time (the collectors):
+    one env's draft costs more than glibc's ``sincos``, and pays off only on SIMD lanes."""
+    theta = s.theta[i]
+    s.cos_theta[i] = math.cos(theta)
+    s.sin_theta[i] = math.sin(theta)
+
+
+@exact
+def pre_step_fix_env(s, p, i, actions):
+    """libm's values for the envs the draft left NaN."""
+    if s.cos_theta[i] != s.cos_theta[i]:
+        pre_step_env(s, p, i, actions)

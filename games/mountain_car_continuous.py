@@ -54,6 +54,9 @@ promotion rules, where a Python float meeting an ``np.float32`` is converted to 
 * each comparison with a bound (``velocity > max_speed``, ``position >= goal_position``...)
   happens in float32 when the value is an ``np.float32`` (the bound rounded to float32), and
   a clipped value becomes the Python float bound itself.
+
+``precision="float32"`` steps with ``games/classic_float32.py``; the pictures, the observation
+and the parameter checks are MountainCar-v0's.
 """
 
 from __future__ import annotations
@@ -64,12 +67,12 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from vecsim.games import mountain_car as _mountain_car
 from vecsim.core.contract import KernelHints, allocate_float_fields, param
-from vecsim.core.fastmath import sincos_f32
-from vecsim.core.jit import exact, fast
+from vecsim.core.jit import exact
 from vecsim.core.rng import uniform
-from vecsim.games.mountain_car import check_mountain_params
+from vecsim.games.classic_float32 import mountain_car_continuous_step as step_env_fast
+from vecsim.games.classic_render import mountain_car_rgb as render_rgb, mountain_car_text as render_text
+from vecsim.games.mountain_car import check_mountain_params, observation_space, write_obs
 
 NAME = "MountainCarContinuous"
 ENV_ID = "MountainCarContinuous-v0"
@@ -77,9 +80,6 @@ MAX_EPISODE_STEPS = 999
 REWARD_THRESHOLD = 90.0
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
 RENDER_FPS = 30
-
-render_rgb = _mountain_car.render_rgb  # the same scene as MountainCar-v0
-render_text = _mountain_car.render_text
 
 
 class Params(NamedTuple):
@@ -118,12 +118,6 @@ def check_params(values: dict) -> None:
     if np.any(values["min_action"] > values["max_action"]):
         raise ValueError(f"{NAME} min_action must be <= max_action, but got "
                          f"min_action={values['min_action']} and max_action={values['max_action']}")
-
-
-def observation_space(p: Params) -> spaces.Box:
-    low = np.array([p.min_position, -p.max_speed], dtype=np.float32)
-    high = np.array([p.max_position, p.max_speed], dtype=np.float32)
-    return spaces.Box(low, high, dtype=np.float32)
 
 
 def action_space(p: Params) -> spaces.Box:
@@ -197,34 +191,3 @@ def step_env(s, p, i, actions, events, rng):
     s.velocity[i] = np.float32(velocity)
     s.float64_position[i] = math.inf  # Gymnasium's step stores a float32 array
     return reward, terminated
-
-
-_F32_ZERO = np.float32(0.0)
-
-
-@fast
-def step_env_fast(s, p, i, actions, events, rng):
-    """float32 step: Gymnasium's equations in float32 (none of the float64 bookkeeping of
-    ``step_env``), a polynomial cosine, clips and the wall stop as selects, so the loop over
-    envs vectorises. The reward penalises the unclipped action, as Gymnasium's does."""
-    position, velocity = s.position[i], s.velocity[i]
-    action = actions[i, 0]
-    force = min(max(action, param(p.min_action, i)), param(p.max_action, i))
-    _, cos3 = sincos_f32(np.float32(3.0) * position)
-    velocity += force * param(p.power, i) - param(p.gravity, i) * cos3
-    max_speed = param(p.max_speed, i)
-    velocity = min(max(velocity, -max_speed), max_speed)
-    position += velocity
-    min_position = param(p.min_position, i)
-    position = min(max(position, min_position), param(p.max_position, i))
-    velocity = _F32_ZERO if (position == min_position) & (velocity < _F32_ZERO) else velocity
-    terminated = (position >= param(p.goal_position, i)) & (velocity >= param(p.goal_velocity, i))
-    s.position[i], s.velocity[i] = position, velocity
-    reward = (np.float32(100.0) if terminated else _F32_ZERO) - action * action * np.float32(0.1)
-    return reward, terminated
-
-
-@exact
-def write_obs(s, p, i, obs):
-    obs[i, 0] = s.position[i]
-    obs[i, 1] = s.velocity[i]

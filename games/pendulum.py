@@ -33,7 +33,8 @@ meeting an ``np.float32`` is converted to float32) the step computes:
 * every other ``x**2`` is the C library's ``pow(x, 2.0)`` in float64, which differs from
   ``x * x`` in the last bit for about 1 value in 1,000 (see ``vecsim.core.exactmath``).
 
-The state is float64 throughout, as in Gymnasium.
+The state is float64 throughout, as in Gymnasium. ``precision="float32"`` steps with
+``games/classic_float32.py``; the pictures are ``games/classic_render.py``'s.
 """
 
 from __future__ import annotations
@@ -44,21 +45,20 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from vecsim.core import draw
 from vecsim.core.contract import KernelHints, allocate_float_fields, param
 from vecsim.core.exactmath import np_clip, pow32, pow64
-from vecsim.core.fastmath import sincos, sincos_f32
-from vecsim.core.jit import exact, fast
+from vecsim.core.fastmath import sincos
+from vecsim.core.jit import exact
 from vecsim.core.rng import uniform
+from vecsim.games.classic_float32 import pendulum_step as step_env_fast
+from vecsim.games.classic_render import pendulum_rgb as render_rgb, pendulum_text as render_text
+from vecsim.games.train_presets import RL_ZOO
 
 NAME = "Pendulum"
 ENV_ID = "Pendulum-v1"
 MAX_EPISODE_STEPS = 200
 REWARD_THRESHOLD = None
-#: ``vecsim train``'s settings: RL Baselines3 Zoo's tuned hyperparameters (its sac.yml).
-TRAIN_PRESETS = {
-    "sac": dict(hyperparameters=dict(learning_rate=1e-3), num_envs=1, steps=20_000, source="rl-baselines3-zoo sac.yml"),
-}
+TRAIN_PRESETS = RL_ZOO[ENV_ID]  # vecsim train's settings
 KERNEL_HINTS = KernelHints(obs_order="F", step_uses_rng=False, write_obs_fills_row=True)
 RENDER_FPS = 30
 
@@ -134,83 +134,9 @@ def step_env(s, p, i, actions, events, rng):
     return -costs, False
 
 
-_F32_PI = np.float32(np.pi)
-_F32_TWO_PI = np.float32(2 * np.pi)
-_F32_INV_TWO_PI = np.float32(1 / (2 * np.pi))
-
-
-@fast
-def step_env_fast(s, p, i, actions, events, rng):
-    """float32 step: the same equations in float32, polynomial sine, the angle normalised
-    with ``floor`` (a vector instruction) instead of a modulo (the C library's ``fmod``),
-    squares as products; no branch, so the loop over envs vectorises."""
-    th, thdot = s.theta[i], s.theta_dot[i]
-    g = param(p.g, i)
-    m = param(p.m, i)
-    l = param(p.l, i)  # noqa: E741
-    dt = param(p.dt, i)
-    max_torque = param(p.max_torque, i)
-    u = min(max(actions[i, 0], -max_torque), max_torque)
-    s.last_u[i] = u
-    # ((th + pi) % (2 pi)) - pi, the floored modulo written out
-    normalized = th - _F32_TWO_PI * np.floor((th + _F32_PI) * _F32_INV_TWO_PI)
-    costs = normalized * normalized + np.float32(0.1) * (thdot * thdot) + np.float32(0.001) * (u * u)
-    sin_th, _ = sincos_f32(th)
-    accel = np.float32(3.0) * g / (np.float32(2.0) * l) * sin_th + np.float32(3.0) / (m * (l * l)) * u
-    newthdot = thdot + accel * dt
-    max_speed = param(p.max_speed, i)
-    newthdot = min(max(newthdot, -max_speed), max_speed)
-    s.theta[i] = th + newthdot * dt
-    s.theta_dot[i] = newthdot
-    return -costs, False
-
-
 @exact
 def write_obs(s, p, i, obs):
     sin_th, cos_th = sincos(s.theta[i])  # libm in float64 (exact), polynomials in float32
     obs[i, 0] = cos_th
     obs[i, 1] = sin_th
     obs[i, 2] = s.theta_dot[i]
-
-
-def render_rgb(values: dict, p) -> np.ndarray:
-    """The scene of Gymnasium's renderer (500x500): rod, pivot, and a torque arc."""
-    dim = 500
-    img = draw.canvas(dim, dim)
-    scale = dim / (2.2 * 2)
-    offset = dim // 2
-    rod_length = p.l * scale
-    rod_width = 0.2 * scale
-    angle = float(values["theta"]) + math.pi / 2
-    # Gymnasium draws with y up and flips the image: image y = offset - world y.
-    end = (offset + rod_length * math.cos(angle), offset - rod_length * math.sin(angle))
-    color = (204, 77, 77)
-    draw.draw_line(img, offset, offset, end[0], end[1], color, rod_width)
-    draw.fill_circle(img, offset, offset, int(rod_width / 2), color)
-    draw.fill_circle(img, end[0], end[1], int(rod_width / 2), color)
-    u = float(values.get("last_u", 0.0))
-    if u != 0.0:  # Gymnasium blits an arrow image sized by |u|; an arc of radius ~|u| here
-        radius = scale * abs(u) / 4
-        sweep = np.linspace(-0.75 * math.pi, 0.75 * math.pi, 24) * (1.0 if u > 0 else -1.0)
-        xs = offset + radius * np.cos(sweep + math.pi / 2)
-        ys = offset - radius * np.sin(sweep + math.pi / 2)
-        draw.draw_polyline(img, xs, ys, (0, 0, 0), 3.0)
-        draw.fill_circle(img, xs[-1], ys[-1], 5.0, (0, 0, 0))
-    draw.fill_circle(img, offset, offset, int(0.05 * scale), (0, 0, 0))
-    return img
-
-
-def render_text(values: dict, p) -> str:
-    """A 9x9 character dial: ``O`` the pivot, ``*`` the rod, ``@`` the bob (upright is up)."""
-    size, half = 9, 4
-    th = float(values["theta"])
-    grid = [["."] * size for _ in range(size)]
-    for k in range(1, half + 1):
-        col = half + int(round(-k * math.sin(th)))
-        row = half - int(round(k * math.cos(th)))
-        grid[row][col] = "@" if k == half else "*"
-    grid[half][half] = "O"
-    lines = [" ".join(r) for r in grid]
-    lines.append(f"theta={th:+.3f} theta_dot={float(values['theta_dot']):+.3f} "
-                 f"torque={float(values.get('last_u', 0.0)):+.3f}")
-    return "\n".join(lines)

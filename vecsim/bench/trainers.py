@@ -10,7 +10,7 @@ Two measurements, in one process:
   ``DummyVecEnv`` over Gymnasium's ``CartPole-v1``, each env wrapped in ``Monitor`` (what
   SB3's ``make_vec_env`` builds).
 - **Training** (``training_steps_per_second``): SB3 PPO with RL Zoo's CartPole settings
-  (``TRAIN_PRESETS`` of ``games/cartpole.py``) on ``SB3VecEnv`` and on that ``DummyVecEnv``: env steps
+  (CartPole's ``TRAIN_PRESETS``, ``games/train_presets.py``) on ``SB3VecEnv`` and on that ``DummyVecEnv``: env steps
   per second of ``model.learn``, rollouts and gradient steps together.
 
 Imports SB3 and torch only when called.
