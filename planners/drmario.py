@@ -96,12 +96,43 @@ def rotate_fit(fit, x, y, rot, held):
     return False, x
 
 
+@exact(inline="always")
+def pose_move(fit, x, y, rot, m):
+    """The pose ``x + 8 * y + 128 * rot`` after move ``m`` of ``pose_graph`` from (x, y, rot),
+    -1 when the move is blocked: 0 a drop, 1 left, 2 right, 3-6 a rotation (3, 4 A; 5, 6 B;
+    3 and 5 with Left held)."""
+    nx, ny, nrot = x, y, rot
+    if m == 0:
+        if y == 0 or not fits_at(fit, x, y - 1, rot):
+            return -1
+        ny = y - 1
+    elif m == 1:
+        if x == 0 or not fits_at(fit, x - 1, y, rot):
+            return -1
+        nx = x - 1
+    elif m == 2:
+        if x == 6 + (rot & 1) or not fits_at(fit, x + 1, y, rot):
+            return -1
+        nx = x + 1
+    else:
+        nrot = (rot - 1) & 3 if m < 5 else (rot + 1) & 3
+        ok, nx = rotate_fit(fit, x, y, nrot, BTN_LEFT if m % 2 == 1 else 0)
+        if not ok:
+            return -1
+    return nx + 8 * ny + 128 * nrot
+
+
+@exact(inline="always")
+def is_lock_pose(fit, x, y, rot):
+    return fits_at(fit, x, y, rot) and (y == 0 or not fits_at(fit, x, y - 1, rot))
+
+
 @exact
 def pose_graph(fit, pred_start, pred):
     """The pill's moves with timing left out, as predecessor lists over the 512 poses
     ``x + 8 * y + 128 * rot``: a drop, a step left or right, a rotation A or B (with or without
-    Left held for the extra left). Every frame of the game is a path here, so a pose that
-    reaches no lock pose in this graph reaches none in the game. ``pred[pred_start[p]:
+    Left held for the extra left), ``pose_move``. Every frame of the game is a path here, so a
+    pose that reaches no lock pose in this graph reaches none in the game. ``pred[pred_start[p]:
     pred_start[p + 1]]`` are the poses with a move into ``p``; ``pred_start`` (513,) int64,
     ``pred`` (512 * 7,) int64."""
     for p in range(513):
@@ -112,25 +143,9 @@ def pose_graph(fit, pred_start, pred):
             if not fits_at(fit, x, y, rot):
                 continue
             for m in range(7):
-                nx, ny, nrot = x, y, rot
-                if m == 0:
-                    if y == 0 or not fits_at(fit, x, y - 1, rot):
-                        continue
-                    ny = y - 1
-                elif m == 1:
-                    if x == 0 or not fits_at(fit, x - 1, y, rot):
-                        continue
-                    nx = x - 1
-                elif m == 2:
-                    if x == 6 + (rot & 1) or not fits_at(fit, x + 1, y, rot):
-                        continue
-                    nx = x + 1
-                else:
-                    nrot = (rot - 1) & 3 if m < 5 else (rot + 1) & 3
-                    ok, nx = rotate_fit(fit, x, y, nrot, BTN_LEFT if m % 2 == 0 else 0)
-                    if not ok:
-                        continue
-                q = nx + 8 * ny + 128 * nrot
+                q = pose_move(fit, x, y, rot, m)
+                if q < 0:
+                    continue
                 if phase == 0:
                     pred_start[q + 1] += 1
                 else:
@@ -145,28 +160,71 @@ def pose_graph(fit, pred_start, pred):
 
 
 @exact
+def reachable_locks(fit, x0, y0, rot0, threshold, seen, queue):
+    """``(count, bound)``: the number of actions whose lock pose ``pose_graph`` reaches from
+    the pose (x0, y0, rot0), and the largest of their lower bounds on frames to lock
+    (``frames_to_lock``).
+    ``seen`` and ``queue`` (512,) are scratch."""
+    for p in range(512):
+        seen[p] = 0
+    p0 = x0 + 8 * y0 + 128 * rot0
+    seen[p0] = 1
+    queue[0] = p0
+    head, tail = 0, 1
+    count = bound = 0
+    while head < tail:
+        p = queue[head]
+        head += 1
+        x, y, rot = p % 8, (p // 8) % 16, p // 128
+        if is_lock_pose(fit, x, y, rot) and pose_action(x, y, rot) >= 0:
+            count += 1
+            bound = max(bound, frames_to_lock(y0 - y, threshold))
+        for m in range(7):
+            q = pose_move(fit, x, y, rot, m)
+            if q >= 0 and seen[q] == 0:
+                seen[q] = 1
+                queue[tail] = q
+                tail += 1
+    return count, bound
+
+
+@exact
 def mark_useful(fit, cost, pred_start, pred, useful, queue):
-    """``useful[p]`` = 1 for every pose with a path (``pose_graph``) to a lock pose whose
-    action has no cost yet, else 0."""
-    head = tail = 0
+    """``useful[p]`` (512,) uint8: 1 + the highest row of a lock pose whose action has no cost
+    yet and which pose ``p`` has a path to (``pose_graph``), 0 when it has none."""
     for p in range(512):
         useful[p] = 0
-        x, y, rot = p % 8, (p // 8) % 16, p // 128
-        if fits_at(fit, x, y, rot) and (y == 0 or not fits_at(fit, x, y - 1, rot)):
-            a = pose_action(x, y, rot)
-            if a >= 0 and cost[a] == UNREACHABLE:
-                useful[p] = 1
-                queue[tail] = p
-                tail += 1
-    while head < tail:
-        q = queue[head]
-        head += 1
-        for k in range(pred_start[q], pred_start[q + 1]):
-            p = pred[k]
-            if useful[p] == 0:
-                useful[p] = 1
-                queue[tail] = p
-                tail += 1
+    head = tail = 0
+    for row in range(15, -1, -1):  # a pose marked from a higher row keeps that row
+        for p in range(8 * row, 512, 128):
+            for x in range(8):
+                q = p + x
+                rot = q // 128
+                if useful[q] == 0 and is_lock_pose(fit, x, row, rot):
+                    a = pose_action(x, row, rot)
+                    if a >= 0 and cost[a] == UNREACHABLE:
+                        useful[q] = row + 1
+                        queue[tail] = q
+                        tail += 1
+        while head < tail:
+            q = queue[head]
+            head += 1
+            for k in range(pred_start[q], pred_start[q + 1]):
+                p = pred[k]
+                if useful[p] == 0:
+                    useful[p] = row + 1
+                    queue[tail] = p
+                    tail += 1
+
+
+@exact(inline="always")
+def frames_to_lock(rows, threshold):
+    """A lower bound on the frames from a node to a lock ``rows`` rows below it: a row falls
+    every frame at T = 0; else soft drops come on odd frames and gravity every T + 1 frames,
+    so only the first fall can follow another by one frame."""
+    if threshold == 0:
+        return rows + 1
+    return max(1, 2 * rows)
 
 
 @exact(inline="always")
@@ -191,6 +249,12 @@ def is_visited(visited, slot):
     return (visited[slot >> 3] >> (slot & 7)) & 1
 
 
+#: ``search_within``'s horizon when every depth counts.
+NO_HORIZON = 1 << 30
+#: Frames added to ``reachable_locks``'s bound for ``search``'s horizons, tried in turn.
+HORIZON_SLACKS = (2, 6)
+
+
 @exact
 def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
            cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
@@ -202,6 +266,34 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     when they overflow the node arrays (``visited`` is then left marked: clear it with
     ``clear_visited``).
 
+    ``search_within`` horizons a little past the lower bound of ``reachable_locks``
+    (``HORIZON_SLACKS``), each tried when some lock pose of the pose graph is still without a
+    cost within the one before, then with none."""
+    fit_table(board, i, fit)
+    pose_graph(fit, pred_start, pred)
+    targets, bound = reachable_locks(fit, x0, y0, rot0, threshold, useful, queue)
+    n = 0
+    for tier in range(len(HORIZON_SLACKS) + 1):
+        horizon = bound + HORIZON_SLACKS[tier] if tier < len(HORIZON_SLACKS) else NO_HORIZON
+        if tier > 0:
+            clear_visited(visited, node_slots, n)
+        n, left = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
+                                cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start,
+                                pred, useful, queue)
+        if n < 0 or left == 0:
+            break
+    return n
+
+
+@exact
+def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
+                  cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred,
+                  useful, queue):
+    """``search`` up to ``horizon`` frames on the fit table and pose graph ``search`` built,
+    stopping once ``targets`` actions have a cost. Returns ``(n, left)``: the visited node
+    count (``search``'s, -n on overflow) and how many of the ``targets`` have no cost. Every
+    cost up to ``horizon`` is exact, and with ``left == 0`` every cost is.
+
     The unpruned search's costs with fewer nodes and inputs, each rule exact:
 
     * a node is not expanded when a node of the same parity, pose, counters and held
@@ -210,13 +302,17 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     * an input holding an A/B bit already held gives the successor of the same input without
       it, less the bit: skipped;
     * the sideways charge is canonical where nothing reads it (``node_slot``);
+    * a counter that cannot fire before the horizon (the gravity counter reaching T + 1, the
+      charge reaching 16) is stored as 0, which cannot either: within the horizon both
+      nodes play out the same;
     * Down alone on an even frame (or at T = 0) gives the no-d-pad input's successors;
     * a locking frame's X and rotate stages are not run (the lock pose is the one before);
     * a node whose pose has no path to a lock pose still without a cost is not expanded
-      (``mark_useful``): costs found are final, and every frame is a path of ``pose_graph``.
+      (``mark_useful``): costs found are final, and every frame is a path of ``pose_graph``;
+      nor one that cannot fall to the highest of them before the horizon (``frames_to_lock``);
+    * the search ends when every action with a lock pose in the pose graph has a cost.
     """
-    fit_table(board, i, fit)
-    pose_graph(fit, pred_start, pred)
+    left = targets
     for a in range(N_ACTIONS):
         cost[a] = UNREACHABLE
         lock_node[a] = -1
@@ -232,6 +328,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     while head < n:
         if head == layer_end:
             depth += 1
+            if depth == horizon:
+                break
             layer_end = n
             if found:
                 mark_useful(fit, cost, pred_start, pred, useful, queue)
@@ -248,7 +346,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
             hv = (k >> 13) & 15
             sc = k >> 18
             held_prev = class_held(lr * 4 + ab)
-            if useful[x + 8 * y + 128 * rot] == 0:
+            highest = useful[x + 8 * y + 128 * rot]
+            if highest == 0 or depth + frames_to_lock(y - (highest - 1), threshold) > horizon:
                 head += 1
                 continue
             # Its layer is complete now: skip it if a node with fewer A/B bits held joined it.
@@ -279,10 +378,15 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
                         found = True
                         lock_node[a] = head
                         lock_button[a] = dpad
+                        left -= 1
+                        if left == 0:
+                            return n, 0
                     continue
                 ny = y - 1
             else:
                 nsc = g_sc
+            if depth + 1 + threshold + 1 - nsc > horizon:
+                nsc = 0
             # X stage, shared by the four A/B variants.
             mx, mhv = x, hv
             move = False
@@ -305,6 +409,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
                         mx -= 1
                     else:
                         mhv = 15
+            if depth + 1 + 16 - mhv > horizon:
+                mhv = 0
             lr = 1 if dpad == BTN_LEFT else (2 if dpad == BTN_RIGHT else 0)
             for ab in range(4):
                 held = dpad | (ab << 6)
@@ -332,14 +438,14 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
                 if ab == 3 and (is_visited(visited, base + AB_BIT) or is_visited(visited, base + 2 * AB_BIT)):
                     continue
                 if n == parent.shape[0]:
-                    return -n
+                    return -n, left
                 visited[slot >> 3] |= np.uint8(1 << (slot & 7))
                 parent[n] = head
                 button[n] = held
                 node_slots[n] = slot
                 n += 1
         head += 1
-    return n
+    return n, left
 
 
 @exact
