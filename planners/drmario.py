@@ -240,13 +240,39 @@ def node_slot(x, y, rot, sc, hv, lr, ab, parity):
     return (((((((sc * 2 + parity) * 16 + hv) * 4 + lr) * 4 + ab) * 4 + rot) * 16 + y) * 8) + x
 
 
-#: The A/B field's unit in ``node_slot``.
-AB_BIT = 1 << 9
+#: The units of the A/B, direction and charge fields in ``node_slot``.
+AB_BIT, LR_BIT, HV_BIT = 1 << 9, 1 << 11, 1 << 13
 
 
 @exact(inline="always")
 def is_visited(visited, slot):
     return (visited[slot >> 3] >> (slot & 7)) & 1
+
+
+@exact(inline="always")
+def fewer_ab_visited(visited, slot, ab):
+    """Whether node ``slot`` (A/B bits ``ab`` held) with a strict subset of those bits held was visited."""
+    if ab == 0:
+        return False
+    base = slot - ab * AB_BIT
+    return is_visited(visited, base) or (ab == 3 and (is_visited(visited, base + AB_BIT)
+                                                      or is_visited(visited, base + 2 * AB_BIT)))
+
+
+@exact(inline="always")
+def dominated(visited, slot, ab, lr):
+    """Whether a visited node (of the same parity, so reached no later) other than ``slot``
+    dominates node ``slot`` (A/B bits ``ab``, direction ``lr`` held): the same with a subset
+    of its A/B bits held, or, where it held Right, also with no direction held. Right held
+    without a repeat does nothing a frame without it does not, and a repeat moves as a fresh
+    press does: each input from the node has a counterpart from the other with the same
+    presses and pose, Right left out of the frames without a repeat."""
+    if fewer_ab_visited(visited, slot, ab):
+        return True
+    if lr == 2:
+        idle = slot - 2 * LR_BIT - ((slot >> 13) & 15) * HV_BIT
+        return is_visited(visited, idle) or fewer_ab_visited(visited, idle, ab)
+    return False
 
 
 #: ``search_within``'s horizon when every depth counts.
@@ -298,7 +324,8 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
 
     * a node is not expanded when a node of the same parity, pose, counters and held
       direction was reached no later with a subset of its A/B bits held (every input from it
-      has a counterpart, the same input less those bits, with the same presses);
+      has a counterpart, the same input less those bits, with the same presses), nor one
+      that held Right when one that held no direction was (``dominated``);
     * an input holding an A/B bit already held gives the successor of the same input without
       it, less the bit: skipped;
     * the sideways charge is canonical where nothing reads it (``node_slot``);
@@ -350,13 +377,10 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             if highest == 0 or depth + frames_to_lock(y - (highest - 1), threshold) > horizon:
                 head += 1
                 continue
-            # Its layer is complete now: skip it if a node with fewer A/B bits held joined it.
-            if ab != 0:
-                base = k - ab * AB_BIT
-                if is_visited(visited, base) or (ab == 3 and (is_visited(visited, base + AB_BIT)
-                                                              or is_visited(visited, base + 2 * AB_BIT))):
-                    head += 1
-                    continue
+            # Its layer is complete now: skip it if a node that dominates it joined it.
+            if dominated(visited, k, ab, lr):
+                head += 1
+                continue
         fc = (fc0 + depth + 1) & 255
         parity = (depth + 1) & 1
         soft_frame = (fc & 1) == 1 and threshold > 0
@@ -431,11 +455,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                     else:
                         nx, nrot = mx, rot  # a rejected B undoes A too
                 slot = node_slot(nx, ny, nrot, nsc, mhv, lr, ab, parity)
-                # A node with fewer A/B bits held reached no later dominates this one.
-                base = slot - ab * AB_BIT
-                if is_visited(visited, slot) or is_visited(visited, base):
-                    continue
-                if ab == 3 and (is_visited(visited, base + AB_BIT) or is_visited(visited, base + 2 * AB_BIT)):
+                if is_visited(visited, slot) or dominated(visited, slot, ab, lr):
                     continue
                 if n == parent.shape[0]:
                     return -n, left
