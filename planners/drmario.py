@@ -28,8 +28,10 @@ frame (a lock on the first controllable frame costs 1), 0xFFFF when unreachable;
 from typing import NamedTuple
 
 import numpy as np
+from numba import prange
 
 from vecsim.core.jit import exact
+from vecsim.engine.chooser import numba_threads
 from vecsim.games.drmario import BUTTONS, rules
 from vecsim.games.drmario.tables import BASE_SPEED, BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
 
@@ -540,3 +542,106 @@ def script(p: Plan, action: int) -> np.ndarray:
         out.append(int(p.button[node]))
         node = int(p.parent[node])
     return np.array(out[::-1], np.uint8)
+
+
+@exact
+def search_run(board, envs, lo, hi, thresholds, x, y, rot, sc, hv, held, fc, cost, lock_node, lock_button,
+               overflow, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
+    """``search`` for envs ``envs[lo:hi]`` in turn on one set of scratch arrays, costs into
+    ``cost[j]`` (512,); ``overflow[j]`` set when env ``envs[j]``'s nodes overflow the node
+    arrays (its costs are then not final)."""
+    for j in range(lo, hi):
+        i = envs[j]
+        n = search(board, i, thresholds[j], x[i], y[i], rot[i], sc[i], hv[i], held[i], fc[i], cost[j], lock_node,
+                   lock_button, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue)
+        clear_visited(visited, node_slots, abs(n))
+        overflow[j] = n < 0
+
+
+@exact(parallel=True)
+def search_envs(board, envs, thresholds, x, y, rot, sc, hv, held, fc, cost, lock_node, lock_button, overflow,
+                parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
+    """``search_run`` over ``envs`` (M,) in ``C`` contiguous runs on Numba's threads, run ``c``
+    on row ``c`` of every scratch array (``parent``, ``button``, ``node_slots`` (C, K);
+    ``visited`` (C, (T + 1) << 15) for the largest T; ``fit`` (C, 2, 17, 10); ``pred_start``
+    (C, 513); ``pred`` (C, 512 * 7); ``useful``, ``queue``, ``lock_button`` (C, 512);
+    ``lock_node`` (C, 512)). Each env's search is the same whichever run holds it."""
+    m, runs = envs.shape[0], parent.shape[0]
+    for c in prange(runs):
+        search_run(board, envs, c * m // runs, (c + 1) * m // runs, thresholds, x, y, rot, sc, hv, held, fc, cost,
+                   lock_node[c], lock_button[c], overflow, parent[c], button[c], node_slots[c], visited[c], fit[c],
+                   pred_start[c], pred[c], useful[c], queue[c])
+
+
+class EnvsPlanner:
+    """Reusable scratch for ``plan_envs``: one set of ``Planner`` arrays per thread run."""
+
+    def __init__(self):
+        self._runs = 0
+        self._capacity = 1 << 15
+        self._visited = np.zeros((0, 0), np.uint8)
+
+    def _scratch(self, runs: int, threshold: int):
+        size = (threshold + 1) << 15
+        if self._runs != runs or self._visited.shape[1] < size:
+            self._visited = np.zeros((runs, max(size, self._visited.shape[1])), np.uint8)
+        if self._runs != runs:
+            self._runs = runs
+            self._fit = np.zeros((runs, 2, 17, 10), np.bool_)
+            self._pred_start = np.zeros((runs, 513), np.int64)
+            self._pred = np.zeros((runs, 512 * 7), np.int64)
+            self._useful = np.zeros((runs, 512), np.uint8)
+            self._queue = np.zeros((runs, 512), np.int64)
+            self._lock_node = np.zeros((runs, 512), np.int64)
+            self._lock_button = np.zeros((runs, 512), np.uint8)
+            self._grow(self._capacity)
+
+    def _grow(self, capacity: int):
+        self._capacity = capacity
+        self._parent = np.empty((self._runs, capacity), np.int64)
+        self._button = np.empty((self._runs, capacity), np.uint8)
+        self._keys = np.empty((self._runs, capacity), np.int64)
+
+
+def plan_envs(state, envs, planner: EnvsPlanner | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The feasibility masks and costs of ``plan`` for many envs of a Dr. Mario ``State`` in one
+    call, the searches split over Numba's threads (the same results for any thread count).
+
+    ``envs``: (M,) integer env indices, each at a decision point. Returns ``(feasible_mask,
+    cost_to_lock)``: (M, 512) bool and (M, 512) uint16 (0xFFFF unreachable), row ``j`` for env
+    ``envs[j]``. Raises ``ValueError`` for an index out of range or an env not at a decision
+    point; scripts come from ``plan`` of one env."""
+    envs = np.asarray(envs)
+    num_envs = state.x.shape[0]
+    if envs.ndim != 1 or not (envs.size == 0 or np.issubdtype(envs.dtype, np.integer)):
+        raise TypeError(f"plan_envs envs must be a 1-D array of env indices, but got shape {envs.shape} "
+                        f"and dtype {envs.dtype}")
+    envs = envs.astype(np.int64)
+    bad = (envs < 0) | (envs >= num_envs)
+    if bad.any():
+        raise ValueError(f"plan_envs env indices must be in [0, {num_envs}), but got {int(envs[bad][0])}")
+    waiting = (state.next_action[envs] != rules.FALLING) | (state.outcome[envs] != rules.PLAYING)
+    if waiting.any():
+        i = int(envs[waiting][0])
+        raise ValueError(f"plan_envs needs every env with a falling pill, but env {i} has next_action "
+                         f"{int(state.next_action[i])} and outcome {int(state.outcome[i])}")
+    planner = planner or EnvsPlanner()
+    thresholds = SPEED_TABLE[BASE_SPEED[state.speed[envs]] + state.speed_ups[envs]].astype(np.int64)
+    cost = np.empty((envs.size, N_ACTIONS), np.uint16)
+    if envs.size == 0:
+        return cost != UNREACHABLE, cost
+    todo = np.arange(envs.size)
+    while todo.size:
+        runs = max(1, min(numba_threads(), todo.size))
+        planner._scratch(runs, int(thresholds[todo].max()))
+        part = np.empty((todo.size, N_ACTIONS), np.uint16)
+        overflow = np.zeros(todo.size, np.bool_)
+        p = planner
+        search_envs(state.board, envs[todo], thresholds[todo], state.x, state.y, state.rot, state.speed_counter,
+                    state.hor_velocity, state.held, state.fc, part, p._lock_node, p._lock_button, overflow, p._parent,
+                    p._button, p._keys, p._visited, p._fit, p._pred_start, p._pred, p._useful, p._queue)
+        cost[todo] = part
+        todo = todo[overflow]
+        if todo.size:
+            planner._grow(2 * planner._capacity)
+    return cost != UNREACHABLE, cost
