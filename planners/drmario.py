@@ -277,8 +277,6 @@ def dominated(visited, slot, ab, lr):
     return False
 
 
-#: ``search_within``'s horizon when every depth counts.
-NO_HORIZON = 1 << 30
 #: Frames added to ``reachable_locks``'s bound for ``search``'s horizons, tried in turn.
 HORIZON_SLACKS = (2, 6)
 
@@ -296,19 +294,21 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
 
     ``search_within`` horizons a little past the lower bound of ``reachable_locks``
     (``HORIZON_SLACKS``), each tried when some lock pose of the pose graph is still without a
-    cost within the one before, then with none."""
+    cost within the one before, then one no lock can pass: a row falls at least every T + 1
+    frames, so the pill locks within (y0 + 1) * (T + 1) frames."""
     fit_table(board, i, fit)
     pose_graph(fit, pred_start, pred)
     targets, bound = reachable_locks(fit, x0, y0, rot0, threshold, useful, queue)
+    latest = (y0 + 1) * (threshold + 1)
     n = 0
     for tier in range(len(HORIZON_SLACKS) + 1):
-        horizon = bound + HORIZON_SLACKS[tier] if tier < len(HORIZON_SLACKS) else NO_HORIZON
+        horizon = min(bound + HORIZON_SLACKS[tier], latest) if tier < len(HORIZON_SLACKS) else latest
         if tier > 0:
             clear_visited(visited, node_slots, n)
         n, left = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
                                 cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start,
                                 pred, useful, queue)
-        if n < 0 or left == 0:
+        if n < 0 or left == 0 or horizon == latest:
             break
     return n
 
