@@ -165,7 +165,8 @@ def pose_graph(fit, pred_start, pred):
 def reachable_locks(fit, x0, y0, rot0, threshold, seen, queue):
     """``(count, bound)``: the number of actions whose lock pose ``pose_graph`` reaches from
     the pose (x0, y0, rot0), and the largest of their lower bounds on frames to lock
-    (``frames_to_lock``).
+    (``frames_to_lock`` for the rows; two frames a column to the right, as rotations move the
+    pill only left and a Right press or repeat comes at most every other frame).
     ``seen`` and ``queue`` (512,) are scratch."""
     for p in range(512):
         seen[p] = 0
@@ -180,7 +181,7 @@ def reachable_locks(fit, x0, y0, rot0, threshold, seen, queue):
         x, y, rot = p % 8, (p // 8) % 16, p // 128
         if is_lock_pose(fit, x, y, rot) and pose_action(x, y, rot) >= 0:
             count += 1
-            bound = max(bound, frames_to_lock(y0 - y, threshold))
+            bound = max(bound, frames_to_lock(y0 - y, threshold), 2 * (x - x0))
         for m in range(7):
             q = pose_move(fit, x, y, rot, m)
             if q >= 0 and seen[q] == 0:
