@@ -127,7 +127,7 @@ def _frame_figures(args) -> None:
 
 
 
-def _decisions(level: int, speed: int, count: int) -> list:
+def decision_states(level: int, speed: int, count: int) -> list:
     """``count`` one-env ``State`` copies at decision points of games played with random
     feasible placements (a new game when one ends)."""
     from vecsim.games.drmario.replay import frames, take
@@ -164,7 +164,7 @@ def _planner_figures(args) -> None:
     modules = [("planner", planner_mod)]
     if args.compare_module:
         modules.append(("compared", _load(args.compare_module)))
-    states = _decisions(args.level, args.speed, args.planner_decisions)
+    states = decision_states(args.level, args.speed, args.planner_decisions)
     planners = [m.Planner() for _, m in modules]
     for (_, m), p in zip(modules, planners):
         m.plan(states[0], 0, p)  # compile
