@@ -11,8 +11,11 @@ fit table of the bottle. A search node is
 
 so two input histories merge only when every later frame plays out the same. The first time
 the search locks a pose is its fewest frames to lock. Nodes that cannot lock any pose
-sooner than another node are not expanded (``search`` lists the rules); the tests hold the
-costs equal to those of the unpruned search over ``rules.pill_frame``.
+sooner than another node are not expanded, and the search runs first within a horizon of
+frames just past a lower bound on the last lock, where counters that cannot fire before it
+merge (``search`` and ``search_within`` give the rules); the tests hold the costs equal to
+those of the unpruned search over ``rules.pill_frame``. ``plan_envs`` searches many envs in
+one call on Numba's threads (masks and costs; ``plan`` keeps the tree for ``script``).
 
 Placements are encoded as ``action = o * 128 + row * 8 + col`` (512 actions): ``(row, col)``
 is the cell of the pill's **1st-color half** (row 0 at the top) and ``o`` where the 2nd-color
