@@ -11,8 +11,11 @@ fit table of the bottle. A search node is
 
 so two input histories merge only when every later frame plays out the same. The first time
 the search locks a pose is its fewest frames to lock. Nodes that cannot lock any pose
-sooner than another node are not expanded (``search`` lists the rules); the tests hold the
-costs equal to those of the unpruned search over ``rules.pill_frame``.
+sooner than another node are not expanded, and the search runs first within a horizon of
+frames just past a lower bound on the last lock, where counters that cannot fire before it
+merge (``search`` and ``search_within`` give the rules); the tests hold the costs equal to
+those of the unpruned search over ``rules.pill_frame``. ``plan_envs`` searches many envs in
+one call on Numba's threads (masks and costs; ``plan`` keeps the tree for ``script``).
 
 Placements are encoded as ``action = o * 128 + row * 8 + col`` (512 actions): ``(row, col)``
 is the cell of the pill's **1st-color half** (row 0 at the top) and ``o`` where the 2nd-color
@@ -28,8 +31,10 @@ frame (a lock on the first controllable frame costs 1), 0xFFFF when unreachable;
 from typing import NamedTuple
 
 import numpy as np
+from numba import prange
 
 from vecsim.core.jit import exact
+from vecsim.engine.chooser import numba_threads
 from vecsim.games.drmario import BUTTONS, rules
 from vecsim.games.drmario.tables import BASE_SPEED, BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
 
@@ -96,12 +101,43 @@ def rotate_fit(fit, x, y, rot, held):
     return False, x
 
 
+@exact(inline="always")
+def pose_move(fit, x, y, rot, m):
+    """The pose ``x + 8 * y + 128 * rot`` after move ``m`` of ``pose_graph`` from (x, y, rot),
+    -1 when the move is blocked: 0 a drop, 1 left, 2 right, 3-6 a rotation (3, 4 A; 5, 6 B;
+    3 and 5 with Left held)."""
+    nx, ny, nrot = x, y, rot
+    if m == 0:
+        if y == 0 or not fits_at(fit, x, y - 1, rot):
+            return -1
+        ny = y - 1
+    elif m == 1:
+        if x == 0 or not fits_at(fit, x - 1, y, rot):
+            return -1
+        nx = x - 1
+    elif m == 2:
+        if x == 6 + (rot & 1) or not fits_at(fit, x + 1, y, rot):
+            return -1
+        nx = x + 1
+    else:
+        nrot = (rot - 1) & 3 if m < 5 else (rot + 1) & 3
+        ok, nx = rotate_fit(fit, x, y, nrot, BTN_LEFT if m % 2 == 1 else 0)
+        if not ok:
+            return -1
+    return nx + 8 * ny + 128 * nrot
+
+
+@exact(inline="always")
+def is_lock_pose(fit, x, y, rot):
+    return fits_at(fit, x, y, rot) and (y == 0 or not fits_at(fit, x, y - 1, rot))
+
+
 @exact
 def pose_graph(fit, pred_start, pred):
     """The pill's moves with timing left out, as predecessor lists over the 512 poses
     ``x + 8 * y + 128 * rot``: a drop, a step left or right, a rotation A or B (with or without
-    Left held for the extra left). Every frame of the game is a path here, so a pose that
-    reaches no lock pose in this graph reaches none in the game. ``pred[pred_start[p]:
+    Left held for the extra left), ``pose_move``. Every frame of the game is a path here, so a
+    pose that reaches no lock pose in this graph reaches none in the game. ``pred[pred_start[p]:
     pred_start[p + 1]]`` are the poses with a move into ``p``; ``pred_start`` (513,) int64,
     ``pred`` (512 * 7,) int64."""
     for p in range(513):
@@ -112,25 +148,9 @@ def pose_graph(fit, pred_start, pred):
             if not fits_at(fit, x, y, rot):
                 continue
             for m in range(7):
-                nx, ny, nrot = x, y, rot
-                if m == 0:
-                    if y == 0 or not fits_at(fit, x, y - 1, rot):
-                        continue
-                    ny = y - 1
-                elif m == 1:
-                    if x == 0 or not fits_at(fit, x - 1, y, rot):
-                        continue
-                    nx = x - 1
-                elif m == 2:
-                    if x == 6 + (rot & 1) or not fits_at(fit, x + 1, y, rot):
-                        continue
-                    nx = x + 1
-                else:
-                    nrot = (rot - 1) & 3 if m < 5 else (rot + 1) & 3
-                    ok, nx = rotate_fit(fit, x, y, nrot, BTN_LEFT if m % 2 == 0 else 0)
-                    if not ok:
-                        continue
-                q = nx + 8 * ny + 128 * nrot
+                q = pose_move(fit, x, y, rot, m)
+                if q < 0:
+                    continue
                 if phase == 0:
                     pred_start[q + 1] += 1
                 else:
@@ -145,28 +165,72 @@ def pose_graph(fit, pred_start, pred):
 
 
 @exact
+def reachable_locks(fit, x0, y0, rot0, threshold, seen, queue):
+    """``(count, bound)``: the number of actions whose lock pose ``pose_graph`` reaches from
+    the pose (x0, y0, rot0), and the largest of their lower bounds on frames to lock
+    (``frames_to_lock`` for the rows; two frames a column to the right, as rotations move the
+    pill only left and a Right press or repeat comes at most every other frame).
+    ``seen`` and ``queue`` (512,) are scratch."""
+    for p in range(512):
+        seen[p] = 0
+    p0 = x0 + 8 * y0 + 128 * rot0
+    seen[p0] = 1
+    queue[0] = p0
+    head, tail = 0, 1
+    count = bound = 0
+    while head < tail:
+        p = queue[head]
+        head += 1
+        x, y, rot = p % 8, (p // 8) % 16, p // 128
+        if is_lock_pose(fit, x, y, rot) and pose_action(x, y, rot) >= 0:
+            count += 1
+            bound = max(bound, frames_to_lock(y0 - y, threshold), 2 * (x - x0))
+        for m in range(7):
+            q = pose_move(fit, x, y, rot, m)
+            if q >= 0 and seen[q] == 0:
+                seen[q] = 1
+                queue[tail] = q
+                tail += 1
+    return count, bound
+
+
+@exact
 def mark_useful(fit, cost, pred_start, pred, useful, queue):
-    """``useful[p]`` = 1 for every pose with a path (``pose_graph``) to a lock pose whose
-    action has no cost yet, else 0."""
-    head = tail = 0
+    """``useful[p]`` (512,) uint8: 1 + the highest row of a lock pose whose action has no cost
+    yet and which pose ``p`` has a path to (``pose_graph``), 0 when it has none."""
     for p in range(512):
         useful[p] = 0
-        x, y, rot = p % 8, (p // 8) % 16, p // 128
-        if fits_at(fit, x, y, rot) and (y == 0 or not fits_at(fit, x, y - 1, rot)):
-            a = pose_action(x, y, rot)
-            if a >= 0 and cost[a] == UNREACHABLE:
-                useful[p] = 1
-                queue[tail] = p
-                tail += 1
-    while head < tail:
-        q = queue[head]
-        head += 1
-        for k in range(pred_start[q], pred_start[q + 1]):
-            p = pred[k]
-            if useful[p] == 0:
-                useful[p] = 1
-                queue[tail] = p
-                tail += 1
+    head = tail = 0
+    for row in range(15, -1, -1):  # a pose marked from a higher row keeps that row
+        for p in range(8 * row, 512, 128):
+            for x in range(8):
+                q = p + x
+                rot = q // 128
+                if useful[q] == 0 and is_lock_pose(fit, x, row, rot):
+                    a = pose_action(x, row, rot)
+                    if a >= 0 and cost[a] == UNREACHABLE:
+                        useful[q] = row + 1
+                        queue[tail] = q
+                        tail += 1
+        while head < tail:
+            q = queue[head]
+            head += 1
+            for k in range(pred_start[q], pred_start[q + 1]):
+                p = pred[k]
+                if useful[p] == 0:
+                    useful[p] = row + 1
+                    queue[tail] = p
+                    tail += 1
+
+
+@exact(inline="always")
+def frames_to_lock(rows, threshold):
+    """A lower bound on the frames from a node to a lock ``rows`` rows below it: a row falls
+    every frame at T = 0; else soft drops come on odd frames and gravity every T + 1 frames,
+    so only the first fall can follow another by one frame."""
+    if threshold == 0:
+        return rows + 1
+    return max(1, 2 * rows)
 
 
 @exact(inline="always")
@@ -182,13 +246,43 @@ def node_slot(x, y, rot, sc, hv, lr, ab, parity):
     return (((((((sc * 2 + parity) * 16 + hv) * 4 + lr) * 4 + ab) * 4 + rot) * 16 + y) * 8) + x
 
 
-#: The A/B field's unit in ``node_slot``.
-AB_BIT = 1 << 9
+#: The units of the A/B, direction and charge fields in ``node_slot``.
+AB_BIT, LR_BIT, HV_BIT = 1 << 9, 1 << 11, 1 << 13
 
 
 @exact(inline="always")
 def is_visited(visited, slot):
     return (visited[slot >> 3] >> (slot & 7)) & 1
+
+
+@exact(inline="always")
+def fewer_ab_visited(visited, slot, ab):
+    """Whether node ``slot`` (A/B bits ``ab`` held) with a strict subset of those bits held was visited."""
+    if ab == 0:
+        return False
+    base = slot - ab * AB_BIT
+    return is_visited(visited, base) or (ab == 3 and (is_visited(visited, base + AB_BIT)
+                                                      or is_visited(visited, base + 2 * AB_BIT)))
+
+
+@exact(inline="always")
+def dominated(visited, slot, ab, lr):
+    """Whether a visited node (of the same parity, so reached no later) other than ``slot``
+    dominates node ``slot`` (A/B bits ``ab``, direction ``lr`` held): the same with a subset
+    of its A/B bits held, or, where it held Right, also with no direction held. Right held
+    without a repeat does nothing a frame without it does not, and a repeat moves as a fresh
+    press does: each input from the node has a counterpart from the other with the same
+    presses and pose, Right left out of the frames without a repeat."""
+    if fewer_ab_visited(visited, slot, ab):
+        return True
+    if lr == 2:
+        idle = slot - 2 * LR_BIT - ((slot >> 13) & 15) * HV_BIT
+        return is_visited(visited, idle) or fewer_ab_visited(visited, idle, ab)
+    return False
+
+
+#: Frames added to ``reachable_locks``'s bound for ``search``'s horizons, tried in turn.
+HORIZON_SLACKS = (2, 6)
 
 
 @exact
@@ -202,21 +296,56 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     when they overflow the node arrays (``visited`` is then left marked: clear it with
     ``clear_visited``).
 
+    ``search_within`` horizons a little past the lower bound of ``reachable_locks``
+    (``HORIZON_SLACKS``), each tried when some lock pose of the pose graph is still without a
+    cost within the one before, then one no lock can pass: a row falls at least every T + 1
+    frames, so the pill locks within (y0 + 1) * (T + 1) frames."""
+    fit_table(board, i, fit)
+    pose_graph(fit, pred_start, pred)
+    targets, bound = reachable_locks(fit, x0, y0, rot0, threshold, useful, queue)
+    latest = (y0 + 1) * (threshold + 1)
+    n = 0
+    for tier in range(len(HORIZON_SLACKS) + 1):
+        horizon = min(bound + HORIZON_SLACKS[tier], latest) if tier < len(HORIZON_SLACKS) else latest
+        if tier > 0:
+            clear_visited(visited, node_slots, n)
+        n, left = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
+                                cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start,
+                                pred, useful, queue)
+        if n < 0 or left == 0 or horizon == latest:
+            break
+    return n
+
+
+@exact
+def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
+                  cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred,
+                  useful, queue):
+    """``search`` up to ``horizon`` frames on the fit table and pose graph ``search`` built,
+    stopping once ``targets`` actions have a cost. Returns ``(n, left)``: the visited node
+    count (``search``'s, -n on overflow) and how many of the ``targets`` have no cost. Every
+    cost up to ``horizon`` is exact, and with ``left == 0`` every cost is.
+
     The unpruned search's costs with fewer nodes and inputs, each rule exact:
 
     * a node is not expanded when a node of the same parity, pose, counters and held
       direction was reached no later with a subset of its A/B bits held (every input from it
-      has a counterpart, the same input less those bits, with the same presses);
+      has a counterpart, the same input less those bits, with the same presses), nor one
+      that held Right when one that held no direction was (``dominated``);
     * an input holding an A/B bit already held gives the successor of the same input without
       it, less the bit: skipped;
     * the sideways charge is canonical where nothing reads it (``node_slot``);
+    * a counter that cannot fire before the horizon (the gravity counter reaching T + 1, the
+      charge reaching 16) is stored as 0, which cannot either: within the horizon both
+      nodes play out the same;
     * Down alone on an even frame (or at T = 0) gives the no-d-pad input's successors;
     * a locking frame's X and rotate stages are not run (the lock pose is the one before);
     * a node whose pose has no path to a lock pose still without a cost is not expanded
-      (``mark_useful``): costs found are final, and every frame is a path of ``pose_graph``.
+      (``mark_useful``): costs found are final, and every frame is a path of ``pose_graph``;
+      nor one that cannot fall to the highest of them before the horizon (``frames_to_lock``);
+    * the search ends when every action with a lock pose in the pose graph has a cost.
     """
-    fit_table(board, i, fit)
-    pose_graph(fit, pred_start, pred)
+    left = targets
     for a in range(N_ACTIONS):
         cost[a] = UNREACHABLE
         lock_node[a] = -1
@@ -232,6 +361,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     while head < n:
         if head == layer_end:
             depth += 1
+            if depth == horizon:
+                break
             layer_end = n
             if found:
                 mark_useful(fit, cost, pred_start, pred, useful, queue)
@@ -248,16 +379,14 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
             hv = (k >> 13) & 15
             sc = k >> 18
             held_prev = class_held(lr * 4 + ab)
-            if useful[x + 8 * y + 128 * rot] == 0:
+            highest = useful[x + 8 * y + 128 * rot]
+            if highest == 0 or depth + frames_to_lock(y - (highest - 1), threshold) > horizon:
                 head += 1
                 continue
-            # Its layer is complete now: skip it if a node with fewer A/B bits held joined it.
-            if ab != 0:
-                base = k - ab * AB_BIT
-                if is_visited(visited, base) or (ab == 3 and (is_visited(visited, base + AB_BIT)
-                                                              or is_visited(visited, base + 2 * AB_BIT))):
-                    head += 1
-                    continue
+            # Its layer is complete now: skip it if a node that dominates it joined it.
+            if dominated(visited, k, ab, lr):
+                head += 1
+                continue
         fc = (fc0 + depth + 1) & 255
         parity = (depth + 1) & 1
         soft_frame = (fc & 1) == 1 and threshold > 0
@@ -279,10 +408,15 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
                         found = True
                         lock_node[a] = head
                         lock_button[a] = dpad
+                        left -= 1
+                        if left == 0:
+                            return n, 0
                     continue
                 ny = y - 1
             else:
                 nsc = g_sc
+            if depth + 1 + threshold + 1 - nsc > horizon:
+                nsc = 0
             # X stage, shared by the four A/B variants.
             mx, mhv = x, hv
             move = False
@@ -305,6 +439,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
                         mx -= 1
                     else:
                         mhv = 15
+            if depth + 1 + 16 - mhv > horizon:
+                mhv = 0
             lr = 1 if dpad == BTN_LEFT else (2 if dpad == BTN_RIGHT else 0)
             for ab in range(4):
                 held = dpad | (ab << 6)
@@ -325,21 +461,17 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
                     else:
                         nx, nrot = mx, rot  # a rejected B undoes A too
                 slot = node_slot(nx, ny, nrot, nsc, mhv, lr, ab, parity)
-                # A node with fewer A/B bits held reached no later dominates this one.
-                base = slot - ab * AB_BIT
-                if is_visited(visited, slot) or is_visited(visited, base):
-                    continue
-                if ab == 3 and (is_visited(visited, base + AB_BIT) or is_visited(visited, base + 2 * AB_BIT)):
+                if is_visited(visited, slot) or dominated(visited, slot, ab, lr):
                     continue
                 if n == parent.shape[0]:
-                    return -n
+                    return -n, left
                 visited[slot >> 3] |= np.uint8(1 << (slot & 7))
                 parent[n] = head
                 button[n] = held
                 node_slots[n] = slot
                 n += 1
         head += 1
-    return n
+    return n, left
 
 
 @exact
@@ -414,3 +546,106 @@ def script(p: Plan, action: int) -> np.ndarray:
         out.append(int(p.button[node]))
         node = int(p.parent[node])
     return np.array(out[::-1], np.uint8)
+
+
+@exact
+def search_run(board, envs, lo, hi, thresholds, x, y, rot, sc, hv, held, fc, cost, lock_node, lock_button,
+               overflow, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
+    """``search`` for envs ``envs[lo:hi]`` in turn on one set of scratch arrays, costs into
+    ``cost[j]`` (512,); ``overflow[j]`` set when env ``envs[j]``'s nodes overflow the node
+    arrays (its costs are then not final)."""
+    for j in range(lo, hi):
+        i = envs[j]
+        n = search(board, i, thresholds[j], x[i], y[i], rot[i], sc[i], hv[i], held[i], fc[i], cost[j], lock_node,
+                   lock_button, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue)
+        clear_visited(visited, node_slots, abs(n))
+        overflow[j] = n < 0
+
+
+@exact(parallel=True)
+def search_envs(board, envs, thresholds, x, y, rot, sc, hv, held, fc, cost, lock_node, lock_button, overflow,
+                parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
+    """``search_run`` over ``envs`` (M,) in ``C`` contiguous runs on Numba's threads, run ``c``
+    on row ``c`` of every scratch array (``parent``, ``button``, ``node_slots`` (C, K);
+    ``visited`` (C, (T + 1) << 15) for the largest T; ``fit`` (C, 2, 17, 10); ``pred_start``
+    (C, 513); ``pred`` (C, 512 * 7); ``useful``, ``queue``, ``lock_button`` (C, 512);
+    ``lock_node`` (C, 512)). Each env's search is the same whichever run holds it."""
+    m, runs = envs.shape[0], parent.shape[0]
+    for c in prange(runs):
+        search_run(board, envs, c * m // runs, (c + 1) * m // runs, thresholds, x, y, rot, sc, hv, held, fc, cost,
+                   lock_node[c], lock_button[c], overflow, parent[c], button[c], node_slots[c], visited[c], fit[c],
+                   pred_start[c], pred[c], useful[c], queue[c])
+
+
+class EnvsPlanner:
+    """Reusable scratch for ``plan_envs``: one set of ``Planner`` arrays per thread run."""
+
+    def __init__(self):
+        self._runs = 0
+        self._capacity = 1 << 15
+        self._visited = np.zeros((0, 0), np.uint8)
+
+    def _scratch(self, runs: int, threshold: int):
+        size = (threshold + 1) << 15
+        if self._runs != runs or self._visited.shape[1] < size:
+            self._visited = np.zeros((runs, max(size, self._visited.shape[1])), np.uint8)
+        if self._runs != runs:
+            self._runs = runs
+            self._fit = np.zeros((runs, 2, 17, 10), np.bool_)
+            self._pred_start = np.zeros((runs, 513), np.int64)
+            self._pred = np.zeros((runs, 512 * 7), np.int64)
+            self._useful = np.zeros((runs, 512), np.uint8)
+            self._queue = np.zeros((runs, 512), np.int64)
+            self._lock_node = np.zeros((runs, 512), np.int64)
+            self._lock_button = np.zeros((runs, 512), np.uint8)
+            self._grow(self._capacity)
+
+    def _grow(self, capacity: int):
+        self._capacity = capacity
+        self._parent = np.empty((self._runs, capacity), np.int64)
+        self._button = np.empty((self._runs, capacity), np.uint8)
+        self._keys = np.empty((self._runs, capacity), np.int64)
+
+
+def plan_envs(state, envs, planner: EnvsPlanner | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The feasibility masks and costs of ``plan`` for many envs of a Dr. Mario ``State`` in one
+    call, the searches split over Numba's threads (the same results for any thread count).
+
+    ``envs``: (M,) integer env indices, each at a decision point. Returns ``(feasible_mask,
+    cost_to_lock)``: (M, 512) bool and (M, 512) uint16 (0xFFFF unreachable), row ``j`` for env
+    ``envs[j]``. Raises ``ValueError`` for an index out of range or an env not at a decision
+    point; scripts come from ``plan`` of one env."""
+    envs = np.asarray(envs)
+    num_envs = state.x.shape[0]
+    if envs.ndim != 1 or not (envs.size == 0 or np.issubdtype(envs.dtype, np.integer)):
+        raise TypeError(f"plan_envs envs must be a 1-D array of env indices, but got shape {envs.shape} "
+                        f"and dtype {envs.dtype}")
+    envs = envs.astype(np.int64)
+    bad = (envs < 0) | (envs >= num_envs)
+    if bad.any():
+        raise ValueError(f"plan_envs env indices must be in [0, {num_envs}), but got {int(envs[bad][0])}")
+    waiting = (state.next_action[envs] != rules.FALLING) | (state.outcome[envs] != rules.PLAYING)
+    if waiting.any():
+        i = int(envs[waiting][0])
+        raise ValueError(f"plan_envs needs every env with a falling pill, but env {i} has next_action "
+                         f"{int(state.next_action[i])} and outcome {int(state.outcome[i])}")
+    planner = planner or EnvsPlanner()
+    thresholds = SPEED_TABLE[BASE_SPEED[state.speed[envs]] + state.speed_ups[envs]].astype(np.int64)
+    cost = np.empty((envs.size, N_ACTIONS), np.uint16)
+    if envs.size == 0:
+        return cost != UNREACHABLE, cost
+    todo = np.arange(envs.size)
+    while todo.size:
+        runs = max(1, min(numba_threads(), todo.size))
+        planner._scratch(runs, int(thresholds[todo].max()))
+        part = np.empty((todo.size, N_ACTIONS), np.uint16)
+        overflow = np.zeros(todo.size, np.bool_)
+        p = planner
+        search_envs(state.board, envs[todo], thresholds[todo], state.x, state.y, state.rot, state.speed_counter,
+                    state.hor_velocity, state.held, state.fc, part, p._lock_node, p._lock_button, overflow, p._parent,
+                    p._button, p._keys, p._visited, p._fit, p._pred_start, p._pred, p._useful, p._queue)
+        cost[todo] = part
+        todo = todo[overflow]
+        if todo.size:
+            planner._grow(2 * planner._capacity)
+    return cost != UNREACHABLE, cost

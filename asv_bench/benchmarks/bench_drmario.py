@@ -1,4 +1,4 @@
-"""DrMario-v0 in frame mode: ``Engine.step`` of one NES frame per env.
+"""DrMario-v0 in frame mode: ``Engine.step`` of one NES frame per env; the placement planner.
 
 Level 10, medium speed, random controller inputs (``Discrete(16)``) drawn ahead of time,
 NEXT_STEP autoreset: the per-frame path a learner uses. ``serial`` is the one-thread kernel,
@@ -8,6 +8,8 @@ are compiled (or loaded from the cache) in ``setup``, never inside a timed call.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 # vecsim through common: it makes the checkout importable where asv installed nothing.
 from .common import bench, vecsim
@@ -47,3 +49,31 @@ class DrMarioFrameStep:
         return bench.steps_per_second(self.step, num_envs, seconds=0.5)
 
     track_frames_per_second.unit = "frames/s"
+
+
+class DrMarioPlanner:
+    """The placement planner at 16 decision points of level 10 medium-speed games played with
+    random feasible placements (``vecsim.games.drmario.bench.decision_states``): ``plan`` of
+    one env (mask, costs and search tree) in turn, and ``plan_envs`` of all 16 in one call
+    on Numba's threads (masks and costs)."""
+
+    timeout = 600.0
+
+    def setup(self):
+        from vecsim.games.drmario.bench import decision_states
+        from vecsim.games.drmario.state import State
+        from vecsim.planners import drmario as planner_mod
+        self.planner_mod = planner_mod
+        self.states = decision_states(10, 1, 16)
+        self.batch = State(*(np.concatenate(fields) for fields in zip(*self.states)))
+        self.envs = np.arange(len(self.states))
+        self.planner, self.envs_planner = planner_mod.Planner(), planner_mod.EnvsPlanner()
+        self.time_plan()
+        self.time_plan_envs()
+
+    def time_plan(self):
+        for state in self.states:
+            self.planner_mod.plan(state, 0, self.planner)
+
+    def time_plan_envs(self):
+        self.planner_mod.plan_envs(self.batch, self.envs, self.envs_planner)

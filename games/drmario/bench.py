@@ -20,6 +20,8 @@ machine does not count), best of ``--rounds`` rounds over the whole set. ``--com
 FILE`` times another planner module with the same ``plan(state, i, planner)`` and
 ``Planner()`` (for example the reference search the tests keep) on the same decisions, in
 alternating rounds, and prints the ratio; ``--planner-only`` skips the frame figures.
+``planner envs`` times ``plan_envs`` (masks and costs of many envs in one call, on Numba's
+threads: set ``NUMBA_NUM_THREADS`` to compare thread counts) on the same decisions, wall clock.
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def _frame_figures(args) -> None:
 
 
 
-def _decisions(level: int, speed: int, count: int) -> list:
+def decision_states(level: int, speed: int, count: int) -> list:
     """``count`` one-env ``State`` copies at decision points of games played with random
     feasible placements (a new game when one ends)."""
     from vecsim.games.drmario.replay import frames, take
@@ -162,7 +164,7 @@ def _planner_figures(args) -> None:
     modules = [("planner", planner_mod)]
     if args.compare_module:
         modules.append(("compared", _load(args.compare_module)))
-    states = _decisions(args.level, args.speed, args.planner_decisions)
+    states = decision_states(args.level, args.speed, args.planner_decisions)
     planners = [m.Planner() for _, m in modules]
     for (_, m), p in zip(modules, planners):
         m.plan(states[0], 0, p)  # compile
@@ -180,6 +182,29 @@ def _planner_figures(args) -> None:
     print(f"{'':16s} {np.mean(nodes):12.4g} search nodes per decision (level {args.level}, speed {args.speed})")
     if len(modules) == 2:
         print(f"{'ratio':16s} {best[1] / best[0]:12.4g}x (planner over compared)")
+    _planner_envs_figure(states, args.rounds)
+
+
+def _planner_envs_figure(states: list, rounds: int) -> None:
+    """``plan_envs`` over every decision (each 8 times) in one call, on Numba's threads:
+    decisions per second of wall-clock time and per CPU second of the process (all its
+    threads: on a loaded machine the wall clock counts the time others take), best of
+    ``rounds`` calls."""
+    from vecsim.engine.chooser import numba_threads
+    from vecsim.games.drmario.state import State
+    from vecsim.planners import drmario as planner_mod
+    batch = State(*(np.concatenate(fields) for fields in zip(*states)))
+    envs = np.tile(np.arange(len(states)), 8)
+    planner = planner_mod.EnvsPlanner()
+    planner_mod.plan_envs(batch, envs, planner)  # compile
+    best = best_cpu = float("inf")
+    for _ in range(rounds):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        planner_mod.plan_envs(batch, envs, planner)
+        best = min(best, time.perf_counter() - start)
+        best_cpu = min(best_cpu, time.process_time() - start_cpu)
+    print(f"{'planner envs':16s} {envs.size / best:12.4g} decisions/s ({numba_threads()} Numba threads, wall clock, "
+          f"best of {rounds} calls of {envs.size} decisions; {envs.size / best_cpu:.4g} per CPU second of the process)")
 
 if __name__ == "__main__":
     main()

@@ -140,3 +140,11 @@ def test_every_frame_is_a_path_of_the_pose_graph(seed):
                         assert nx + 8 * ny + 128 * nrot in reach, (p, held_prev, held, sc, hv, fc)
                         moves += (nx, ny, nrot) != (x, y, rot)
     assert moves > 1000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(12))
+def test_same_costs_as_reference_over_levels_and_speeds(planner, seed):
+    """Longer games at random levels and speeds, half of them with speed-ups: the search's
+    horizons (the first, the wider one, the latest lock) each meet decisions here."""
+    _play_checked(300 + seed, 6, int(np.random.default_rng(seed).integers(0, 50)) if seed % 2 else 0, planner)
