@@ -296,6 +296,10 @@ class Engine:
         self._load_kernels(parallel)
         #: The ``CallableOpponent`` playing the seats but seat 0, or ``None`` (seats in the kernel).
         self.opponent = None if opponent is None else CallableOpponent(self, opponent)
+        if self.opponent is not None:
+            # The opponents' moves belong to the learner's step, which truncates only once they
+            # have played, as a step with the opponents in the kernel does (CallableOpponent.play).
+            self._max_steps = 0
         #: Extra per-step arrays of the game (info key -> (num_envs, ...) view of its state).
         self.info_arrays = {key: getattr(self.state, field)
                             for key, field in game.info_fields(self.params_scalar).items()}
@@ -854,22 +858,27 @@ class Engine:
         and no seat is played out of the kernel (whose steps continue in the engine's buffers)."""
         return self._fills_rows and not self._buffers_given and self.opponent is None
 
-    def step_envs(self, mask, actions) -> StepResult:
+    def step_envs(self, mask, actions, *, counted: bool = True) -> StepResult:
         """Step once, without resetting any, only the envs in ``mask`` (a ``ResetMask`` or a
         ``(num_envs,)`` bool array); the others keep their state and outputs.
 
         ``actions`` has the batch's full shape; only the masked envs' entries are read and
         checked. A finished env in the mask raises ``ValueError`` (reset it first), as does an
-        action outside its binding mask; nothing is stepped then. Returns ``self.result``
-        (views; ``to_reset_mask`` reads the flags).
+        action outside its binding mask; nothing is stepped then. ``counted=False``: a move
+        that is part of an earlier step (a seat played out of the kernel), which neither
+        counts toward ``max_episode_steps`` nor truncates. Returns ``self.result`` (views;
+        ``to_reset_mask`` reads the flags).
         """
         self.check_open()
         self.check_started()
+        if not isinstance(counted, (bool, np.bool_)):
+            raise TypeError(f"counted must be a bool, but got counted={counted!r}")
         acts = self.coerce_actions(actions)
         words = self._words_of(mask, "step_envs mask")
         self._attach_outputs()
         self._forget_done()
-        status, index = self._kernels.step_envs(words, self._max_steps, acts, self._step_table)
+        limit = (self.max_episode_steps or 0) if counted else -1
+        status, index = self._kernels.step_envs(words, limit, acts, self._step_table)
         if status:
             self._raise_step_error(status, index, acts)
         return self.result
