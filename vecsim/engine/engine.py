@@ -24,6 +24,7 @@ from vecsim.engine.chooser import KernelChooser, adapt_enabled, numba_threads
 from vecsim.engine.codegen import address_table, load_kernels, table_specs
 from vecsim.engine.game import GameSpec
 from vecsim.engine.opponents import CallableOpponent, split_opponent
+from vecsim.engine.packed_masks import check_packed_out, pack_mask_rows, packed_width
 from vecsim.engine.reset_mask import ResetMask
 from vecsim.engine.reset_params import params_after_reset
 from vecsim.engine.step_result import StepResult
@@ -397,6 +398,7 @@ class Engine:
         self._closed = False
         self._fills_rows = bool(self.game.hints.write_obs_fills_row)
         self._detached = None  # the outputs of the last step_mode_fresh, while the engine's buffers are behind
+        self._packed = None  # packed_masks' buffer, made at its first call
         self._buffers_given = bool(buffers)
         ring = self._adopt_buffers(buffers) if buffers else {}
         #: The telemetry rings and their reader (``vecsim.engine.telemetry.Telemetry``), or None.
@@ -954,6 +956,27 @@ class Engine:
         if self.n_mask == 0:
             return np.ones((self.num_envs, getattr(self.single_action_space, "n", 0)), dtype=bool)
         return self.masks
+
+    def packed_masks(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The legal-action masks packed eight actions a byte (``vecsim.engine.packed_masks``):
+        ``(num_envs, ceil(n_actions / 8))`` uint8, action ``a`` of env ``i`` at bit ``a % 8``
+        of byte ``a // 8`` of row ``i``, equal to ``numpy.packbits(action_masks(), axis=1,
+        bitorder="little")``.
+
+        Written into ``out`` (a C-contiguous uint8 array of that shape: the caller's rollout
+        storage, say) and returned, or into a buffer of the engine's that the next call
+        overwrites (a view). Packed from the bool masks of the last step or reset."""
+        self.check_open()
+        n_actions = getattr(self.single_action_space, "n", 0)
+        if out is not None:
+            out = check_packed_out(out, self.num_envs, n_actions)
+        elif self._packed is None:
+            self._packed = placed.zeros((self.num_envs, packed_width(n_actions)), np.uint8)
+            out = self._packed
+        else:
+            out = self._packed
+        pack_mask_rows(self.action_masks(), out)
+        return out
 
     def env_index(self, i) -> int:
         """``i`` as an env index, or ``TypeError``/``IndexError`` naming it."""
