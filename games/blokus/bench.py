@@ -227,6 +227,12 @@ def env_level(seconds: float) -> dict:
     return out
 
 
+def blokus_rl(python: str, seconds: float) -> float:
+    """blokus-rl's raw moves/s, timed by ``python`` (a Python that has it) in its own process."""
+    out = subprocess.run([python, "-c", _BLOKUS_RL, str(seconds)], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def _legal_keys(num_envs: int, n_actions: int):
     """A chooser of random legal actions from a bool mask (random keys, the argmax of key x mask)."""
     keys = np.random.default_rng(0).integers(1, 256, size=(num_envs, n_actions), dtype=np.uint8)
@@ -312,15 +318,18 @@ def main(argv=None):
         print(f"  {name:42s} {1e6 / rate:8.2f} us")
     print(f"  (these positions: {legal_per_mask:.0f} legal moves a mask on average)")
     if args.blokus_rl:
-        out = subprocess.run([args.blokus_rl, "-c", _BLOKUS_RL, str(args.seconds)], capture_output=True,
-                             text=True, check=True)
-        theirs = float(out.stdout.strip().splitlines()[-1])
+        theirs = blokus_rl(args.blokus_rl, args.seconds)
         print(f"  blokus-rl 0.4.0 raw API (observe + mask + step):         {theirs:12,.0f} moves/s")
         print(f"  ratio vecsim / blokus-rl: batch-major {batch / theirs:.1f}x, env-major {env / theirs:.1f}x")
     if args.env_level:
+        rows = env_level(args.seconds)
+        if args.blokus_rl:  # again after the VectorEnv rows: their ratios use the mean of both
+            again = blokus_rl(args.blokus_rl, args.seconds)
+            print(f"  blokus-rl again after the VectorEnv rows: {again:,.0f} moves/s; the rows' ratios use the mean")
+            theirs = (theirs + again) / 2
         print("  VectorEnv (NEXT_STEP, random legal moves from info['action_mask']), placements/s of the loop "
               "[of env.step alone]:")
-        for (n, copy, fmt, threads), (loop, step) in env_level(args.seconds).items():
+        for (n, copy, fmt, threads), (loop, step) in rows.items():
             ratio = f"  ({loop / theirs:.1f}x blokus-rl)" if args.blokus_rl else ""
             print(f"    {n:4d} envs, copy={str(copy):5s} {fmt:6s} mask, {threads} thread{'s' if threads > 1 else ' '}: "
                   f"{loop:10,.0f} [{step:10,.0f}]{ratio}")
