@@ -242,3 +242,26 @@ def test_the_pipeline_plays_a_callable_opponent():
         placed = placed_pieces(loop.actors[0].engine)
     assert opponent.calls == [2, 2, 2]  # the opponent answered each of the learner's moves in both envs
     assert np.all(placed == 3)
+
+
+def test_a_callable_opponents_step_count_agrees_in_the_engines_same_step_kernel():
+    """The engine's own SAME_STEP step (the kernel resets finished envs; the VectorEnv of a game
+    with masks takes another path) truncates and resets as with the opponent in the kernel."""
+    from vecsim.engine.engine import SAME_STEP
+
+    engines = [vecsim.make(DUO, 3, mode="single", opponent=opponent, max_episode_steps=3)
+               for opponent in ("greedy", greedy)]
+    for eng in engines:
+        eng.reset(seed=6)
+    rng = np.random.default_rng(6)
+    a, b = engines
+    reset = 0
+    for _ in range(10):
+        actions = learner_actions(a.masks, rng)
+        for eng in engines:
+            eng.step_mode(SAME_STEP, actions)
+        for x, y in ((a.obs, b.obs), (a.final_obs, b.final_obs), (a.rewards, b.rewards), (a.terminals, b.terminals),
+                     (a.truncations, b.truncations), (a.has_final, b.has_final), (a.elapsed, b.elapsed)):
+            np.testing.assert_array_equal(x, y)
+        reset += int((a.has_final & a.truncations).sum())
+    assert reset == 9  # every env truncated and reset at its steps 3, 6 and 9
