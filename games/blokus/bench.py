@@ -1,7 +1,7 @@
 """Random legal Blokus play in Numba on one thread: moves/s with the full mask every move.
 
     python -m vecsim.games.blokus.bench [--variant classic] [--num-envs 256] [--seconds 3]
-                                        [--blokus-rl /path/to/python] [--env-level]
+                                        [--blokus-rl /path/to/python] [--env-level] [--sb3]
 
 Every move writes the acting seat's whole ``(91 * S * S,)`` bool mask (env ``i``'s row of an
 ``(N, A)`` batch), draws a uniform legal action from the env's own random stream, finds it by
@@ -16,9 +16,14 @@ environment); its raw API (``PyBlokus``: observe, read ``action_mask``, step) is
 same run, one game after another, for the side-by-side ratio.
 
 ``--env-level`` times the same random legal play through the Gymnasium ``VectorEnv`` of
-``vecsim/Blokus-v0`` in selfplay mode (``copy=True``, NEXT_STEP: what a trainer gets, the
-mask read from ``info["action_mask"]``) at 16 and 256 envs, each with 1 and 2 Numba threads
-(a fresh process each, ``NUMBA_NUM_THREADS``).
+``vecsim/Blokus-v0`` in selfplay mode (NEXT_STEP, the mask read from ``info["action_mask"]``):
+``copy=True`` (new arrays every step, what a trainer keeping references needs) at 16 and 256
+envs, and at 256 ``copy=False`` (views read in place) and the packed mask
+(``mask_format="packed"``, unpacked by the chooser), each with 1 and 2 Numba threads (a fresh
+process each, ``NUMBA_NUM_THREADS``); the loop's rate and ``env.step``'s alone.
+
+``--sb3`` times ``SB3VecEnv.step`` against the VectorEnv's at 64 selfplay envs, with and
+without the masks fetched as MaskablePPO fetches them.
 """
 
 from __future__ import annotations
@@ -174,36 +179,109 @@ import sys, time
 import gymnasium as gym
 import numpy as np
 import vecsim
-n, seconds = int(sys.argv[1]), float(sys.argv[2])
-env = gym.make_vec("vecsim/Blokus-v0", num_envs=n, vectorization_mode="vector_entry_point")
+n, seconds, copy, fmt = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "copy", sys.argv[4]
+env = gym.make_vec("vecsim/Blokus-v0", num_envs=n, vectorization_mode="vector_entry_point", copy=copy,
+                   mask_format=fmt)
 obs, info = env.reset(seed=0)
-keys = np.random.default_rng(0).integers(1, 256, size=info["action_mask"].shape, dtype=np.uint8)
+n_actions = env.single_action_space.n
+keys = np.random.default_rng(0).integers(1, 256, size=(n, n_actions), dtype=np.uint8)
 product, actions = np.empty_like(keys), np.zeros(n, np.int64)
+stepping = 0.0
 def step():
-    global obs, info
-    np.multiply(keys, info["action_mask"].view(np.uint8), out=product)  # a random legal move per env
-    obs, r, term, trunc, info = env.step(product.argmax(axis=1, out=actions))
+    global obs, info, stepping
+    mask = info["action_mask"]
+    if fmt == "packed":
+        mask = np.unpackbits(mask, axis=1, count=n_actions, bitorder="little")
+    np.multiply(keys, mask.view(np.uint8), out=product)  # a random legal move per env
+    product.argmax(axis=1, out=actions)
+    t = time.perf_counter()
+    obs, r, term, trunc, info = env.step(actions)
+    stepping += time.perf_counter() - t
 for _ in range(20):
     step()
-steps, t0 = 0, time.perf_counter()
+steps, stepping, t0 = 0, 0.0, time.perf_counter()
 while time.perf_counter() - t0 < seconds:
     step()
     steps += 1
-print(steps * n / (time.perf_counter() - t0))
+print(steps * n / (time.perf_counter() - t0), steps * n / stepping)
 """
+
+#: (num_envs, copy, mask_format) of the VectorEnv rows, each timed with 1 and 2 Numba threads.
+ENV_LEVEL_ROWS = ((16, True, "bool"), (256, True, "bool"), (256, False, "bool"), (256, True, "packed"),
+                  (256, False, "packed"))
 
 
 def env_level(seconds: float) -> dict:
-    """Placements/s through the VectorEnv, by (num_envs, Numba threads), each in a fresh process."""
+    """(placements/s of the loop, placements/s of ``env.step`` alone) through the VectorEnv, by
+    (num_envs, copy, mask format, Numba threads), each in a fresh process."""
     import os
 
     out = {}
-    for n in (16, 256):
+    for n, copy, fmt in ENV_LEVEL_ROWS:
         for threads in (1, 2):
-            run = subprocess.run([sys.executable, "-c", _ENV_LEVEL, str(n), str(seconds)], capture_output=True,
-                                 text=True, check=True, env=dict(os.environ, NUMBA_NUM_THREADS=str(threads)))
-            out[n, threads] = float(run.stdout.strip().splitlines()[-1])
+            run = subprocess.run([sys.executable, "-c", _ENV_LEVEL, str(n), str(seconds), "copy" if copy else "view",
+                                  fmt], capture_output=True, text=True, check=True,
+                                 env=dict(os.environ, NUMBA_NUM_THREADS=str(threads)))
+            loop, step = run.stdout.strip().splitlines()[-1].split()
+            out[n, copy, fmt, threads] = (float(loop), float(step))
     return out
+
+
+def blokus_rl(python: str, seconds: float) -> float:
+    """blokus-rl's raw moves/s, timed by ``python`` (a Python that has it) in its own process."""
+    out = subprocess.run([python, "-c", _BLOKUS_RL, str(seconds)], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _legal_keys(num_envs: int, n_actions: int):
+    """A chooser of random legal actions from a bool mask (random keys, the argmax of key x mask)."""
+    keys = np.random.default_rng(0).integers(1, 256, size=(num_envs, n_actions), dtype=np.uint8)
+    product, actions = np.empty_like(keys), np.zeros(num_envs, np.int64)
+
+    def choose(mask):
+        np.multiply(keys, mask.view(np.uint8), out=product)
+        return product.argmax(axis=1, out=actions)
+
+    return choose
+
+
+def sb3_against_vector_env(game_id: str, num_envs: int, seconds: float, rounds: int = 5) -> dict:
+    """Steps/s of ``env.step`` alone at ``num_envs`` selfplay envs: the VectorEnv in NEXT_STEP
+    and SAME_STEP mode, SB3VecEnv, and SB3VecEnv with the masks fetched as MaskablePPO fetches
+    them (``get_action_masks``: ``env_method("action_masks")``, stacked). The same random
+    legal actions (untimed) in each; rounds interleaved, the median of each."""
+    import gymnasium as gym
+    from sb3_contrib.common.maskable.utils import get_action_masks
+
+    from vecsim.trainers.sb3 import SB3VecEnv
+
+    def vector(mode):
+        env = gym.make_vec(game_id, num_envs=num_envs, vectorization_mode="vector_entry_point", autoreset_mode=mode)
+        env.reset(seed=0)
+        return env, env.unwrapped.engine, env.step
+
+    sb3 = SB3VecEnv(game_id, num_envs, seed=0)
+    sb3.reset()
+
+    def sb3_with_masks(actions):
+        sb3.step(actions)
+        get_action_masks(sb3)
+
+    runs = {"VectorEnv NEXT_STEP": vector("next_step"), "VectorEnv SAME_STEP": vector("same_step"),
+            "SB3VecEnv": (sb3, sb3.engine, sb3.step), "SB3VecEnv + MaskablePPO's masks": (sb3, sb3.engine, sb3_with_masks)}
+    choose = _legal_keys(num_envs, sb3.engine.masks.shape[1])
+    rates = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, (_, eng, step) in runs.items():
+            steps, spent, t0 = 0, 0.0, time.perf_counter()
+            while time.perf_counter() - t0 < seconds / rounds:
+                actions = choose(eng.masks)
+                t = time.perf_counter()
+                step(actions)
+                spent += time.perf_counter() - t
+                steps += 1
+            rates[name].append(steps * num_envs / spent)
+    return {name: float(np.median(r)) for name, r in rates.items()}
 
 
 def main(argv=None):
@@ -213,6 +291,7 @@ def main(argv=None):
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--blokus-rl", metavar="PYTHON", help="a Python with blokus-rl installed")
     ap.add_argument("--env-level", action="store_true", help="also time the VectorEnv at 16/256 envs, 1/2 threads")
+    ap.add_argument("--sb3", action="store_true", help="also time SB3VecEnv against the VectorEnv at 64 envs")
     args = ap.parse_args(argv)
 
     b = board.new_boards(args.num_envs, args.variant)
@@ -239,16 +318,28 @@ def main(argv=None):
         print(f"  {name:42s} {1e6 / rate:8.2f} us")
     print(f"  (these positions: {legal_per_mask:.0f} legal moves a mask on average)")
     if args.blokus_rl:
-        out = subprocess.run([args.blokus_rl, "-c", _BLOKUS_RL, str(args.seconds)], capture_output=True,
-                             text=True, check=True)
-        theirs = float(out.stdout.strip().splitlines()[-1])
+        theirs = blokus_rl(args.blokus_rl, args.seconds)
         print(f"  blokus-rl 0.4.0 raw API (observe + mask + step):         {theirs:12,.0f} moves/s")
         print(f"  ratio vecsim / blokus-rl: batch-major {batch / theirs:.1f}x, env-major {env / theirs:.1f}x")
     if args.env_level:
-        print("  VectorEnv (copy=True, NEXT_STEP, mask from info), placements/s:")
-        for (n, threads), rate in env_level(args.seconds).items():
-            ratio = f"  ({rate / theirs:.1f}x blokus-rl)" if args.blokus_rl else ""
-            print(f"    {n:4d} envs, {threads} thread{'s' if threads > 1 else ' '}: {rate:12,.0f}{ratio}")
+        rows = env_level(args.seconds)
+        if args.blokus_rl:  # again after the VectorEnv rows: their ratios use the mean of both
+            again = blokus_rl(args.blokus_rl, args.seconds)
+            print(f"  blokus-rl again after the VectorEnv rows: {again:,.0f} moves/s; the rows' ratios use the mean")
+            theirs = (theirs + again) / 2
+        print("  VectorEnv (NEXT_STEP, random legal moves from info['action_mask']), placements/s of the loop "
+              "[of env.step alone]:")
+        for (n, copy, fmt, threads), (loop, step) in rows.items():
+            ratio = f"  ({loop / theirs:.1f}x blokus-rl)" if args.blokus_rl else ""
+            print(f"    {n:4d} envs, copy={str(copy):5s} {fmt:6s} mask, {threads} thread{'s' if threads > 1 else ' '}: "
+                  f"{loop:10,.0f} [{step:10,.0f}]{ratio}")
+    if args.sb3:
+        game_id = "vecsim/Blokus-v0" if args.variant == "classic" else "vecsim/BlokusDuo-v0"
+        rates = sb3_against_vector_env(game_id, 64, 2 * args.seconds)
+        base = rates["VectorEnv NEXT_STEP"]
+        print(f"  {game_id} selfplay, 64 envs, env.step alone (median of 5 interleaved rounds):")
+        for name, rate in rates.items():
+            print(f"    {name:34s} {rate:10,.0f} steps/s  ({rate / base:.2f}x NEXT_STEP)")
     return 0
 
 

@@ -55,3 +55,18 @@ def test_a_finished_or_illegal_env_in_the_mask_is_refused_and_nothing_steps():
         cart.step_envs(np.array([True, True]), np.zeros(2, np.int64))
     with pytest.raises(ValueError, match="step_envs mask must have shape"):
         cart.step_envs(np.ones(3, bool), np.zeros(2, np.int64))
+
+
+def test_moves_not_counted_leave_the_step_count_and_never_truncate():
+    cart = vecsim.make(CARTPOLE, 2, max_episode_steps=2)
+    cart.reset(seed=0)
+    both = np.ones(2, bool)
+    cart.step_envs(both, np.zeros(2, np.int64))
+    assert cart.elapsed.tolist() == [1, 1]
+    for _ in range(3):
+        cart.step_envs(both, np.ones(2, np.int64), counted=False)
+        assert cart.elapsed.tolist() == [1, 1] and not cart.truncations.any()
+    cart.step_envs(both, np.zeros(2, np.int64))
+    assert cart.elapsed.tolist() == [2, 2] and cart.truncations.all()
+    with pytest.raises(TypeError, match="counted must be a bool"):
+        cart.step_envs(both, np.zeros(2, np.int64), counted=1)

@@ -45,28 +45,46 @@ def placed_pieces(eng):
     return N_PIECES - np.array([[bin(int(v)).count("1") for v in row] for row in left])
 
 
+def greedy_pair(blokus_id, mode, **kwargs):
+    """Three envs against the in-kernel greedy opponent, and three against ``greedy`` as a callable."""
+    return [gym.make_vec(blokus_id, num_envs=3, vectorization_mode="vector_entry_point", autoreset_mode=mode,
+                         mode="single", opponent=opponent, **kwargs) for opponent in ("greedy", greedy)]
+
+
+def lockstep(envs, seed, steps):
+    """Yield the outputs of ``steps`` steps of ``envs`` (reset with ``seed``), each given the
+    same random legal actions of the first env's mask, after checking that they agree."""
+    for env in envs:
+        env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        actions = learner_actions(envs[0].unwrapped.engine.masks, rng)
+        outs = [env.step(actions) for env in envs]
+        assert_same_steps(*outs)
+        yield outs
+
+
+def assert_same_steps(a, b):
+    """Two VectorEnv steps' outputs are equal: observations, rewards, flags and the info."""
+    for key in a[0]:
+        np.testing.assert_array_equal(a[0][key], b[0][key], err_msg=key)
+    for k, name in ((1, "rewards"), (2, "terminations"), (3, "truncations")):
+        np.testing.assert_array_equal(a[k], b[k], err_msg=name)
+    for key in ("action_mask", "placements", "passes", "acting_seat", "seat_rewards", "final_scores", "winner"):
+        np.testing.assert_array_equal(a[4][key], b[4][key], err_msg=key)
+
+
 @pytest.mark.parametrize("mode", ["next_step", "same_step"])
 def test_a_greedy_callable_plays_the_games_of_the_built_in_greedy_opponent(mode):
-    envs = [gym.make_vec(CLASSIC, num_envs=3, vectorization_mode="vector_entry_point", autoreset_mode=mode,
-                         mode="single", opponent=opponent) for opponent in ("greedy", greedy)]
-    outs = [env.reset(seed=5) for env in envs]
-    rng = np.random.default_rng(5)
+    envs = greedy_pair(CLASSIC, mode)
     finished = 0
-    for _ in range(40):
-        actions = learner_actions(outs[0][1]["action_mask"], rng)
-        outs = [env.step(actions) for env in envs]
-        (obs, rew, term, trunc, info), (obs2, rew2, term2, trunc2, info2) = outs
-        for key in obs:
-            np.testing.assert_array_equal(obs[key], obs2[key])
-        np.testing.assert_array_equal(rew, rew2)
-        np.testing.assert_array_equal(term, term2)
-        for key in ("action_mask", "placements", "passes", "acting_seat", "seat_rewards", "final_scores", "winner"):
-            np.testing.assert_array_equal(info[key], info2[key], err_msg=key)
+    for outs in lockstep(envs, 5, 40):
+        obs, rew, term, trunc, info = outs[0]
+        info2 = outs[1][4]
         if mode == "same_step" and term.any():
             for key in obs:
                 np.testing.assert_array_equal(info["final_obs"][term][0][key], info2["final_obs"][term][0][key])
         finished += int(term.sum())
-        outs = [(o[0], o[4]) for o in outs]
     assert finished >= 3  # every env finished a game and went on into the next
     for env in envs:
         env.close()
@@ -167,3 +185,83 @@ def test_sb3_adapter_steps_against_a_callable_opponent():
         assert not venv.engine.acting_seat.any()
     assert games >= 4
     venv.close()
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
+def test_a_callable_opponents_moves_count_toward_max_episode_steps_as_in_kernel_ones(mode):
+    """One step is the learner's move and the opponents' moves after it, whoever plays them:
+    the step count, the truncation (after the opponents have played) and the resets agree."""
+    envs = greedy_pair(DUO, mode, max_episode_steps=4)
+    truncated = 0
+    for steps in lockstep(envs, 2, 14):
+        term, trunc = steps[0][2], steps[0][3]
+        np.testing.assert_array_equal(*(env.unwrapped.engine.elapsed for env in envs))
+        truncated += int(trunc.sum())
+        if mode == "disabled" and (term | trunc).any():
+            for env in envs:
+                env.reset(options={"reset_mask": term | trunc})
+    assert truncated >= 6  # every env was truncated after 4 learner steps, more than once
+
+
+def test_a_callable_opponents_moves_leave_the_step_count_to_the_learner():
+    eng = vecsim.make(DUO, 2, mode="single", opponent=greedy, max_episode_steps=3)
+    eng.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for t in range(1, 3):
+        eng.step_no_reset(learner_actions(eng.masks, rng))
+        assert eng.elapsed.tolist() == [t, t] and not eng.truncations.any()
+        assert eng.events[:, 0].tolist() == [2, 2]  # the learner's placement and the opponent's
+    eng.step_no_reset(learner_actions(eng.masks, rng))
+    assert eng.truncations.all() and eng.events[:, 0].tolist() == [2, 2]  # truncated once the opponent played
+    assert eng.result.to_reset_mask().to_bools().all()
+
+
+def test_the_episode_collectors_refuse_a_callable_opponent_naming_the_argument():
+    from vecsim.collect import EpisodeCollector
+    from vecsim.distributed.collector import RayEpisodeCollector
+
+    for collector in (EpisodeCollector, RayEpisodeCollector):
+        with pytest.raises(ValueError, match=r"cannot play .*opponent=<function greedy"):
+            collector(DUO, 2, 50, "random", 0, mode="single", opponent=greedy)
+
+
+def test_the_pipeline_plays_a_callable_opponent():
+    from vecsim.pipeline import Pipeline
+
+    class RandomLegal:
+        def act(self, params, state, obs, mask):
+            return (np.random.default_rng(len(obs)).random(mask.shape) * mask).argmax(axis=1), state
+
+        def learn(self, params, opt_state, batch):
+            return params, opt_state, {}
+
+    opponent = seeded_random(4)
+    with Pipeline(DUO, 2, RandomLegal(), params=0, num_actors=1, steps_per_cycle=3, mode="synchronous",
+                  env_kwargs=dict(mode="single", opponent=opponent)) as loop:
+        loop.run(1)
+        placed = placed_pieces(loop.actors[0].engine)
+    assert opponent.calls == [2, 2, 2]  # the opponent answered each of the learner's moves in both envs
+    assert np.all(placed == 3)
+
+
+def test_a_callable_opponents_step_count_agrees_in_the_engines_same_step_kernel():
+    """The engine's own SAME_STEP step (the kernel resets finished envs; the VectorEnv of a game
+    with masks takes another path) truncates and resets as with the opponent in the kernel."""
+    from vecsim.engine.engine import SAME_STEP
+
+    engines = [vecsim.make(DUO, 3, mode="single", opponent=opponent, max_episode_steps=3)
+               for opponent in ("greedy", greedy)]
+    for eng in engines:
+        eng.reset(seed=6)
+    rng = np.random.default_rng(6)
+    a, b = engines
+    reset = 0
+    for _ in range(10):
+        actions = learner_actions(a.masks, rng)
+        for eng in engines:
+            eng.step_mode(SAME_STEP, actions)
+        for x, y in ((a.obs, b.obs), (a.final_obs, b.final_obs), (a.rewards, b.rewards), (a.terminals, b.terminals),
+                     (a.truncations, b.truncations), (a.has_final, b.has_final), (a.elapsed, b.elapsed)):
+            np.testing.assert_array_equal(x, y)
+        reset += int((a.has_final & a.truncations).sum())
+    assert reset == 9  # every env truncated and reset at its steps 3, 6 and 9

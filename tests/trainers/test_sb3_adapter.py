@@ -166,6 +166,25 @@ def test_masks_after_a_done_are_the_new_episodes():
     assert not SB3VecEnv("vecsim/Pendulum-v1", 2).has_attr("action_masks")
 
 
+def test_mask_rows_a_caller_holds_are_never_overwritten():
+    """env_method("action_masks") reuses its array only once every row it returned is gone."""
+    venv = SB3VecEnv("vecsim/Tetris-v0", 8, seed=0, **TETRIS)
+    venv.reset()
+    rng = np.random.default_rng(2)
+    held = []
+    for t in range(30):
+        rows = venv.env_method("action_masks")
+        if t % 3 == 0:
+            held.append((rows[t % 8], rows[t % 8].copy()))  # one row kept, the others dropped
+        stacked = np.stack(rows)
+        del rows
+        venv.step((rng.random(stacked.shape) * stacked).argmax(axis=1))
+    assert any(not np.array_equal(a, held[0][1]) for a, _ in held)  # the masks did change meanwhile
+    for row, values in held:
+        np.testing.assert_array_equal(row, values)
+    np.testing.assert_array_equal(np.stack(venv.env_method("action_masks")), venv.engine.masks)
+
+
 def test_bad_input_raises_in_the_adapters_words():
     venv = SB3VecEnv("vecsim/CartPole-v1", 4, seed=0)
     with pytest.raises(RuntimeError, match="reset"):

@@ -30,6 +30,7 @@ from vecsim.core.rng import MAX_SEED
 from vecsim.engine.chooser import KernelChooser, adapt_enabled, numba_threads
 from vecsim.engine.codegen import load_collect_kernel, load_collect_step_kernels
 from vecsim.engine.engine import _is_int, check_seed, parallel_min_envs
+from vecsim.engine.opponents import refuse_callable_opponent
 from vecsim.engine.threads import start_thread_pool
 
 __all__ = ["EpisodeBatch", "EpisodeCollector", "PolicyError"]
@@ -297,6 +298,7 @@ class EpisodeCollector:
         self.num_workers = int(num_workers)
         self.max_steps = int(max_steps)
         self.prefetch = bool(prefetch)
+        refuse_callable_opponent(vecsim.resolve(env_id), env_kwargs, "EpisodeCollector")
         kwargs = {"max_episode_steps": None, **env_kwargs}
         self.engine = vecsim.make(env_id, self.num_workers, **kwargs)
         space = self.engine.single_action_space

@@ -29,6 +29,7 @@ from vecsim.collect.collector import EpisodeBatch, EpisodeCollector, PolicyError
 from vecsim.core.rng import MAX_SEED
 from vecsim.engine.codegen import _policy_location
 from vecsim.engine.engine import _is_int, check_seed
+from vecsim.engine.opponents import refuse_callable_opponent
 
 __all__ = ["CollectorTimeout", "RayEpisodeCollector"]
 
@@ -267,6 +268,7 @@ class RayEpisodeCollector:
         if "prefetch" in env_kwargs:
             raise TypeError("RayEpisodeCollector has no prefetch: its actors collect while the driver waits")
         game = vecsim.resolve(env_id)
+        refuse_callable_opponent(game, env_kwargs, "RayEpisodeCollector")
         self.num_actors = int(num_actors)
         self.num_workers = int(num_workers)
         self.max_steps = int(max_steps)

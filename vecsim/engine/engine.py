@@ -24,6 +24,7 @@ from vecsim.engine.chooser import KernelChooser, adapt_enabled, numba_threads
 from vecsim.engine.codegen import address_table, load_kernels, table_specs
 from vecsim.engine.game import GameSpec
 from vecsim.engine.opponents import CallableOpponent, split_opponent
+from vecsim.engine.packed_masks import check_packed_out, pack_mask_rows, packed_width
 from vecsim.engine.reset_mask import ResetMask
 from vecsim.engine.reset_params import params_after_reset
 from vecsim.engine.step_result import StepResult
@@ -296,6 +297,10 @@ class Engine:
         self._load_kernels(parallel)
         #: The ``CallableOpponent`` playing the seats but seat 0, or ``None`` (seats in the kernel).
         self.opponent = None if opponent is None else CallableOpponent(self, opponent)
+        if self.opponent is not None:
+            # The opponents' moves belong to the learner's step, which truncates only once they
+            # have played, as a step with the opponents in the kernel does (CallableOpponent.play).
+            self._max_steps = 0
         #: Extra per-step arrays of the game (info key -> (num_envs, ...) view of its state).
         self.info_arrays = {key: getattr(self.state, field)
                             for key, field in game.info_fields(self.params_scalar).items()}
@@ -393,6 +398,7 @@ class Engine:
         self._closed = False
         self._fills_rows = bool(self.game.hints.write_obs_fills_row)
         self._detached = None  # the outputs of the last step_mode_fresh, while the engine's buffers are behind
+        self._packed = None  # packed_masks' buffer, made at its first call
         self._buffers_given = bool(buffers)
         ring = self._adopt_buffers(buffers) if buffers else {}
         #: The telemetry rings and their reader (``vecsim.engine.telemetry.Telemetry``), or None.
@@ -854,22 +860,27 @@ class Engine:
         and no seat is played out of the kernel (whose steps continue in the engine's buffers)."""
         return self._fills_rows and not self._buffers_given and self.opponent is None
 
-    def step_envs(self, mask, actions) -> StepResult:
+    def step_envs(self, mask, actions, *, counted: bool = True) -> StepResult:
         """Step once, without resetting any, only the envs in ``mask`` (a ``ResetMask`` or a
         ``(num_envs,)`` bool array); the others keep their state and outputs.
 
         ``actions`` has the batch's full shape; only the masked envs' entries are read and
         checked. A finished env in the mask raises ``ValueError`` (reset it first), as does an
-        action outside its binding mask; nothing is stepped then. Returns ``self.result``
-        (views; ``to_reset_mask`` reads the flags).
+        action outside its binding mask; nothing is stepped then. ``counted=False``: a move
+        that is part of an earlier step (a seat played out of the kernel), which neither
+        counts toward ``max_episode_steps`` nor truncates. Returns ``self.result`` (views;
+        ``to_reset_mask`` reads the flags).
         """
         self.check_open()
         self.check_started()
+        if not isinstance(counted, (bool, np.bool_)):
+            raise TypeError(f"counted must be a bool, but got counted={counted!r}")
         acts = self.coerce_actions(actions)
         words = self._words_of(mask, "step_envs mask")
         self._attach_outputs()
         self._forget_done()
-        status, index = self._kernels.step_envs(words, self._max_steps, acts, self._step_table)
+        limit = (self.max_episode_steps or 0) if counted else -1
+        status, index = self._kernels.step_envs(words, limit, acts, self._step_table)
         if status:
             self._raise_step_error(status, index, acts)
         return self.result
@@ -945,6 +956,27 @@ class Engine:
         if self.n_mask == 0:
             return np.ones((self.num_envs, getattr(self.single_action_space, "n", 0)), dtype=bool)
         return self.masks
+
+    def packed_masks(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The legal-action masks packed eight actions a byte (``vecsim.engine.packed_masks``):
+        ``(num_envs, ceil(n_actions / 8))`` uint8, action ``a`` of env ``i`` at bit ``a % 8``
+        of byte ``a // 8`` of row ``i``, equal to ``numpy.packbits(action_masks(), axis=1,
+        bitorder="little")``.
+
+        Written into ``out`` (a C-contiguous uint8 array of that shape: the caller's rollout
+        storage, say) and returned, or into a buffer of the engine's that the next call
+        overwrites (a view). Packed from the bool masks of the last step or reset."""
+        self.check_open()
+        n_actions = getattr(self.single_action_space, "n", 0)
+        if out is not None:
+            out = check_packed_out(out, self.num_envs, n_actions)
+        elif self._packed is None:
+            self._packed = placed.zeros((self.num_envs, packed_width(n_actions)), np.uint8)
+            out = self._packed
+        else:
+            out = self._packed
+        pack_mask_rows(self.action_masks(), out)
+        return out
 
     def env_index(self, i) -> int:
         """``i`` as an env index, or ``TypeError``/``IndexError`` naming it."""

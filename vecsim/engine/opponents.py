@@ -6,6 +6,11 @@ actions for them, until every env is back at seat 0 or has finished; the other e
 a step of any front end returns only when every env is at the learner's seat: its reward,
 ``seat_rewards`` and events are summed over the learner's move and the opponents' moves after
 it, and a finished env is reset as the autoreset mode resets it.
+
+As with opponents played inside the kernel, the learner's move and the opponents' moves after
+it are one step of the episode: one toward ``max_episode_steps``, whose truncation comes once
+the opponents have played (the engine's step kernels run without a limit, ``step_envs``
+leaves the count alone, and ``play`` truncates).
 """
 
 from __future__ import annotations
@@ -34,6 +39,20 @@ def split_opponent(game, params: dict) -> tuple[dict, object]:
     return {**params, name: choice}, value
 
 
+def refuse_callable_opponent(game, params: dict, caller: str) -> None:
+    """Raise ``ValueError`` naming the argument if ``params`` gives a callable for the game's
+    ``CALLABLE_OPPONENT`` field: ``caller`` runs the game in kernels of its own, which step
+    every seat in turn and never call Python between two moves."""
+    spec = game.callable_opponent
+    if spec is None or not callable(params.get(spec[0])):
+        return
+    name = spec[0]
+    raise ValueError(f"{caller} cannot play {game.name}'s other seats by a Python callable: its kernels never "
+                     f"call Python between two moves, so {name}={params[name]!r} would not play. Pass one of "
+                     f"the game's in-kernel choices for {name}, or use vecsim.make, the VectorEnv or the Pipeline "
+                     f"(they play a callable {name})")
+
+
 class CallableOpponent:
     """The seats but seat 0 of ``engine``'s envs played by ``policy(obs, mask) -> actions``:
     ``obs`` the ``(k, obs_dim)`` flat observations (from the acting seat's point of view) and
@@ -44,6 +63,8 @@ class CallableOpponent:
         self.engine = engine
         self.policy = policy
         self._actions = engine.zero_actions()
+        # Each env's step count as the last step began (a SAME_STEP reset clears it in the kernel).
+        self._steps_before = engine.elapsed.copy()
 
     def _actions_for(self, envs: np.ndarray) -> np.ndarray:
         eng = self.engine
@@ -79,32 +100,51 @@ class CallableOpponent:
     def play(self, same_step: bool, add_rewards: bool = True) -> None:
         """Step every env waiting on an opponent until none is. ``same_step``: reset the envs
         that finish as a SAME_STEP step does (the others wait for the autoreset mode's own).
-        ``add_rewards``: sum the opponents' moves into the step's reward and events (not after
-        a reset, whose outputs are a fresh episode's)."""
+        ``add_rewards``: after a step (not a reset, whose outputs are a fresh episode's): sum
+        the opponents' moves into the step's reward and events, then truncate the envs whose
+        episode reached ``max_episode_steps``."""
         eng = self.engine
         seat, waiting_done = eng.acting_seat, eng.needs_reset
         skip = eng.has_final.copy() if same_step else None  # reset this step: a new episode
         pending = (seat != LEARNER) & ~waiting_done
         if skip is not None:
             pending &= ~skip
-        if not pending.any():
-            return
-        before = (eng.rewards.copy(), eng.events.copy(), eng.seat_rewards.copy())
-        rewards, events, seat_rewards = (a.copy() for a in before)
         finished = np.zeros(eng.num_envs, np.bool_)
-        while pending.any():
-            envs = np.flatnonzero(pending)
-            self._actions[envs] = self._actions_for(envs)
-            eng.step_envs(pending, self._actions)
-            rewards[envs] += eng.seat_rewards[envs, LEARNER]
-            events[envs] += eng.events[envs]
-            seat_rewards[envs] += eng.seat_rewards[envs]
-            finished[envs] |= waiting_done[envs]
-            pending &= (seat != LEARNER) & ~waiting_done
-        if not add_rewards:
-            rewards, events, seat_rewards = before
-        eng.rewards[:] = rewards
-        eng.events[:] = events
-        eng.seat_rewards[:] = seat_rewards
+        if pending.any():
+            before = (eng.rewards.copy(), eng.events.copy(), eng.seat_rewards.copy())
+            rewards, events, seat_rewards = (a.copy() for a in before)
+            while pending.any():
+                envs = np.flatnonzero(pending)
+                self._actions[envs] = self._actions_for(envs)
+                eng.step_envs(pending, self._actions, counted=False)
+                rewards[envs] += eng.seat_rewards[envs, LEARNER]
+                events[envs] += eng.events[envs]
+                seat_rewards[envs] += eng.seat_rewards[envs]
+                finished[envs] |= waiting_done[envs]
+                pending &= (seat != LEARNER) & ~waiting_done
+            if not add_rewards:
+                rewards, events, seat_rewards = before
+            eng.rewards[:] = rewards
+            eng.events[:] = events
+            eng.seat_rewards[:] = seat_rewards
+        if add_rewards and eng.max_episode_steps is not None:
+            finished |= self._truncate(skip)
         if same_step and finished.any():
             eng.reset_same_step(finished)
+        np.copyto(self._steps_before, eng.elapsed)
+
+    def _truncate(self, reset_this_step) -> np.ndarray:
+        """Set the truncation flags of the step that just ended from each env's step count, as
+        the step kernels do (an env may be both terminated and truncated); returns the envs
+        newly due for reset. ``reset_this_step``: the envs a SAME_STEP kernel reset (their
+        count is the one before the step plus one), or ``None``."""
+        eng = self.engine
+        steps = eng.elapsed
+        if reset_this_step is not None:
+            steps = np.where(reset_this_step, self._steps_before.astype(np.int64) + 1, steps)
+        truncated = steps >= eng.max_episode_steps
+        eng.truncations[:] = truncated
+        if reset_this_step is not None:
+            truncated &= ~reset_this_step
+        eng.needs_reset[truncated] = True
+        return truncated

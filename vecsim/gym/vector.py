@@ -17,11 +17,15 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from vecsim.engine.engine import NEXT_STEP, NO_RESET, SAME_STEP, Engine, FinishedEnvError
+from vecsim.engine.packed_masks import packed_width
 from vecsim.engine.registry import resolve
 
 # From this many envs a copy=True step lets the kernel write new output arrays rather than
 # copying its buffers: for smaller batches four small copies cost less than four allocations.
 FRESH_MIN_ENVS = 512
+
+#: What ``info["action_mask"]`` may hold (``VecsimVectorEnv``'s ``mask_format``).
+MASK_FORMATS = ("bool", "packed")
 
 _KERNEL_MODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP,
                 AutoresetMode.DISABLED: NO_RESET}
@@ -117,6 +121,12 @@ class VecsimVectorEnv(VectorEnv):
         returns the flat ``(num_envs, obs_dim)`` array (no per-key copies; row ``i`` equals
         ``gymnasium.spaces.flatten`` of env ``i``'s observation, so it matches
         ``FlattenObservation`` on the single env).
+    mask_format : {"bool", "packed"}
+        For games with action masks, what ``info["action_mask"]`` holds: ``"bool"`` (default)
+        the ``(num_envs, n_actions)`` bool masks; ``"packed"`` the same packed eight actions a
+        byte, ``(num_envs, ceil(n_actions / 8))`` uint8, action ``a`` at bit ``a % 8`` of byte
+        ``a // 8`` (``numpy.packbits(masks, axis=1, bitorder="little")``; see
+        ``vecsim.engine.packed_masks``). ``action_masks()`` stays bool.
     precision, parallel, buffers, **params
         As for ``vecsim.Engine``.
     """
@@ -125,8 +135,8 @@ class VecsimVectorEnv(VectorEnv):
 
     def __init__(self, game_id: str, num_envs: int = 1, *, autoreset_mode=AutoresetMode.NEXT_STEP,
                  max_episode_steps: int | None = None, copy: bool = True, render_mode: str | None = None,
-                 flatten_obs: bool = False, precision: str = "float64", parallel="auto",
-                 buffers: dict | None = None, **params):
+                 flatten_obs: bool = False, mask_format: str = "bool", precision: str = "float64",
+                 parallel="auto", buffers: dict | None = None, **params):
         game = resolve(game_id)
         mode = _autoreset_mode(autoreset_mode)
         if render_mode not in (None, "rgb_array", "ansi"):
@@ -135,6 +145,8 @@ class VecsimVectorEnv(VectorEnv):
             raise TypeError(f"copy must be a bool, but got copy={copy!r}")
         if not isinstance(flatten_obs, (bool, np.bool_)):
             raise TypeError(f"flatten_obs must be a bool, but got flatten_obs={flatten_obs!r}")
+        if mask_format not in MASK_FORMATS:
+            raise ValueError(f"mask_format must be one of {MASK_FORMATS}, but got mask_format={mask_format!r}")
         self.engine = Engine(game, num_envs, precision=precision, max_episode_steps=max_episode_steps,
                              parallel=parallel, buffers=buffers, **params)
         self.num_envs = self.engine.num_envs
@@ -156,6 +168,9 @@ class VecsimVectorEnv(VectorEnv):
         self._obs_parts = [] if self._flat_obs else obs_parts(self.single_observation_space)
         self._kernel_mode = _KERNEL_MODE[mode]
         self._has_mask = game.has_action_mask
+        self.mask_format = mask_format
+        self._packed = mask_format == "packed"
+        self._packed_width = packed_width(self.engine.n_mask)
         self._events = list(enumerate(self.engine.event_names))
         self._event_views = [self.engine.events[:, k] for k in range(len(self._events))]
         # SAME_STEP must report the terminal step's info as final_info: see _same_step_with_info.
@@ -186,7 +201,11 @@ class VecsimVectorEnv(VectorEnv):
         info: dict[str, Any] = {}
         eng = self.engine
         copy = self.copy
-        if self._has_mask:
+        if self._packed and self._has_mask:
+            out = np.empty((self.num_envs, self._packed_width), np.uint8) if copy else None
+            info["action_mask"] = eng.packed_masks(out)
+            info["_action_mask"] = self._all_true.copy() if copy else self._all_true
+        elif self._has_mask:
             info["action_mask"] = eng.masks.copy() if copy else eng.masks
             info["_action_mask"] = self._all_true.copy() if copy else self._all_true
         for k, name in self._events:

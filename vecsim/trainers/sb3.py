@@ -19,7 +19,9 @@ next (a buffer overwritten in place would silently corrupt its rollouts).
 
 from __future__ import annotations
 
+import sys
 import time
+import weakref
 from typing import Any
 
 import gymnasium
@@ -31,6 +33,33 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from vecsim.engine.engine import NO_RESET, SAME_STEP, check_seed
 from vecsim.gym.vector import FRESH_MIN_ENVS, VecsimVectorEnv, obs_parts, split_obs, split_row
+
+def _held_refs() -> int | None:
+    """``sys.getrefcount`` of an array that only an attribute references, seen as ``_only_ours``
+    sees it; ``None`` off CPython, whose reference counts alone say when nobody else holds it."""
+    if sys.implementation.name != "cpython":
+        return None
+    holder = type("Holder", (), {})()
+    holder.array = np.zeros(1)
+    held = holder.array  # as _mask_copy holds it: an attribute, a local, then two calls deep
+    return _probe(held)
+
+
+def _probe(array: np.ndarray) -> int:
+    return _refs(array)
+
+
+def _refs(array: np.ndarray) -> int:
+    return sys.getrefcount(array)
+
+
+def _only_ours(array: np.ndarray) -> bool:
+    """Whether nothing but the adapter references ``array`` (a view of it, a row, references
+    it too), so that writing into it cannot change what a caller holds."""
+    return _HELD_REFS is not None and _refs(array) <= _HELD_REFS and not weakref.getweakrefcount(array)
+
+
+_HELD_REFS = _held_refs()
 
 #: Attributes that ``get_attr`` reads once per env (the same value for every env).
 _SHARED_ATTRS = ("render_mode", "observation_space", "action_space", "spec", "metadata", "np_random_seed")
@@ -98,6 +127,7 @@ class SB3VecEnv(VecEnv):
         self._start = time.time()
         self._no_infos = [{}] * vec.num_envs
         self._actions = None
+        self._masks_held = None  # _mask_copy's array
         super().__init__(vec.num_envs, vec.single_observation_space, vec.single_action_space)
         if seed is not None:
             self.seed(seed)
@@ -239,8 +269,8 @@ class SB3VecEnv(VecEnv):
         if method_name == "action_masks" and self._discrete:
             if method_args or method_kwargs:
                 raise TypeError("action_masks() takes no arguments")
-            masks = self.vector_env.action_masks()
-            return list(masks[envs].copy()) if indices is not None else list(masks.copy())
+            masks = self.engine.action_masks()  # a view: the one copy below holds the rows returned
+            return list(masks[envs]) if indices is not None else list(self._mask_copy(masks))
         if method_name == "render":
             if method_args or method_kwargs:
                 raise TypeError("render() takes no arguments")
@@ -288,8 +318,19 @@ class SB3VecEnv(VecEnv):
             info[name] = arr[i].copy()
         return info
 
+    def _mask_copy(self, masks: np.ndarray) -> np.ndarray:
+        """A copy of ``masks`` in an array that nobody else references: the one of the last
+        call when the rows it returned are all gone (as when MaskablePPO has stacked them),
+        else a new one. Reusing it spares a large allocation a step, which the allocator
+        serves with fresh pages from the system every time."""
+        held = self._masks_held
+        if held is None or held.shape != masks.shape or not _only_ours(held):
+            held = self._masks_held = np.empty_like(masks)
+        np.copyto(held, masks)
+        return held
+
     def _env_method_mask(self, i: int):
-        return lambda: self.vector_env.action_masks()[i].copy()
+        return lambda: self.engine.action_masks()[i].copy()
 
     def _render_one(self, i: int):
         if self.render_mode == "ansi":

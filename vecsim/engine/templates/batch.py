@@ -323,7 +323,8 @@ def step_envs(words, max_steps, actions, step_table):
     """Step once, without resetting any, only the envs whose bit is set in ``words``; the
     others keep their state and outputs. Returns ``(status, env index)`` as ``step_serial``
     does, ``(OK, -1)`` once stepped; nothing is stepped unless every action of the subset
-    passes."""
+    passes. ``max_steps`` -1: moves that belong to an earlier step (seats played out of the
+    kernel), which leave the step count as it was and never truncate."""
     # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS, TELEMETRY_VIEWS
     n = elapsed.shape[0]
     needs_reset = needs_pad[:n]
@@ -359,8 +360,11 @@ def step_envs(words, max_steps, actions, step_table):
             _draft_run(s, p, i, i + 1, STEP_ACTIONS)
             _game.pre_step_fix_env(s, p, np.uint64(i), STEP_ACTIONS)
             # PRE STEP DRAFT END
+            steps_before = elapsed[i]
             reward, terminated = _step_and_write(s, p, np.uint64(i), STEP_ACTIONS, events, rng, obs, masks, TELEMETRY_RING)
             finish_step(np.uint64(i), reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
+            if max_steps < 0:
+                elapsed[i] = steps_before
     return OK, -1
 
 
