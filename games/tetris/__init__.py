@@ -78,7 +78,8 @@ EV_LINES, EV_PIECES, EV_HOLDS = range(3)
 TELEMETRY = ("spawn", "lock", "line_clear", "top_out")
 TM_SPAWN, TM_LOCK, TM_LINE_CLEAR, TM_TOP_OUT = range(4)
 PHYSICAL_STATE = ()  # no Gymnasium reference state vector
-# Runs of 16 envs a call: the State's many arrays are passed once a run rather than once an env.
+# Runs of 16 envs a call in the parallel kernel (the serial one steps all envs in one call): the
+# State's many arrays are passed once a run rather than once an env.
 KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16)
 
 PRIMITIVE, DROP, REACH = 0, 1, 2

@@ -929,8 +929,9 @@ def test_kernels_never_take_exactly_the_leaky_argument_count():
 
 
 def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
-    """Tetris (22 State arrays) steps runs of ``envs_per_call`` envs a call; CartPole keeps the
-    per-env loop that vectorises; a malformed hint is refused when the game is read."""
+    """Tetris (22 State arrays) steps runs of ``envs_per_call`` envs a call (the serial kernel
+    one run of all its envs); CartPole keeps the per-env loop that vectorises; a malformed hint
+    is refused when the game is read."""
     from vecsim.engine.codegen import render_collect_step_source, render_source
     from vecsim.engine.game import load_game
 
@@ -942,7 +943,9 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
     tetris, cartpole = load_game("vecsim.games.tetris"), load_game("vecsim.games.cartpole")
     k = tetris.hints.envs_per_call
     runs = batched_step(render_source(tetris, "float64", True))
-    assert f"prange((n + {k} - 1) // {k})" in runs and "_step_and_write(s, p, np.uint64(i)," not in runs
+    assert f"run_length = {k} if PARALLEL_parallel else max(n, 1)" in runs
+    assert f"run_length = {k} if PARALLEL_serial else max(n, 1)" in runs  # the serial kernel: one call
+    assert "prange((n + run_length - 1) // run_length)" in runs and "_step_and_write(s, p, np.uint64(i)," not in runs
     per_env = batched_step(render_source(cartpole, "float32", True))
     assert "_step_and_write(s, p, np.uint64(i)," in per_env and "_step_run(s, p, lo" not in per_env
     slot_runs = render_collect_step_source(tetris, "float64", True)

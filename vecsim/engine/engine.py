@@ -396,6 +396,9 @@ class Engine:
         self._seeded = False
         self._has_reset = False
         self._closed = False
+        # step's fast path: the compiled step while nothing but the actions needs a look (the
+        # engine open and started, no kernel chooser, no opponent), else None (_arm_fast_step).
+        self._fast_step = None
         self._fills_rows = bool(self.game.hints.write_obs_fills_row)
         self._detached = None  # the outputs of the last step_mode_fresh, while the engine's buffers are behind
         self._packed = None  # packed_masks' buffer, made at its first call
@@ -459,7 +462,7 @@ class Engine:
         suffix = "parallel" if self.parallel else "serial"
         self._step_kernel = getattr(kernels, f"step_{suffix}")
         self._reset_kernel = getattr(kernels, f"reset_{suffix}")
-        self._step_entry = self._sparse_reset_entry = None
+        self._step_entry = self._sparse_reset_entry = self._fast_step = None
         # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
         # kernel skips empty words without the cost of starting threads. A parallel engine
         # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more, times the threading
@@ -486,7 +489,7 @@ class Engine:
             start_thread_pool()
         self._step_kernel = kernels.step_parallel if flag else kernels.step_serial
         self._reset_kernel = kernels.reset_parallel if flag else kernels.reset_serial
-        self._step_entry = None
+        self._step_entry = self._fast_step = None
         self._min_parallel_resets = self._parallel_resets if flag else sys.maxsize
 
     def _bind_step(self):
@@ -495,7 +498,15 @@ class Engine:
         entry = compiled_entry(self._step_kernel, NEXT_STEP, self._max_steps, self._act_buf, self._step_table)
         if entry is not self._step_kernel:
             self._step_entry = entry
+            self._arm_fast_step(entry)
         return entry
+
+    def _arm_fast_step(self, entry) -> None:
+        """Let ``step`` call ``entry`` after checking only the actions, where nothing else
+        can stand in the way until ``close`` or a change of kernels disarms it."""
+        if self.kernel_chooser is None and self.opponent is None and self._has_reset and not self._closed:
+            self._outputs = (self.obs, self.rewards, self.terminals, self.truncations)
+            self._fast_step = entry
 
     def _bind_sparse_reset(self, words: np.ndarray):
         """``_bind_step`` for the serial reset kernel, called with a packed mask's ``words``."""
@@ -807,6 +818,17 @@ class Engine:
 
         Returns views ``(obs, rewards, terminals, truncations)`` overwritten by the next call.
         """
+        entry = self._fast_step
+        if (entry is not None and type(actions) is np.ndarray and actions.dtype is self._act_dtype
+                and actions.shape == self._act_shape and actions.flags.carray):
+            result = self.result  # _forget_done, inlined
+            result.done_mask = None
+            result.num_done = -1
+            status, index = entry(NEXT_STEP, self._max_steps, actions, self._step_table)
+            if status:
+                self._raise_step_error(status, index, actions)
+            self._detached = None
+            return self._outputs
         if self._closed or not self._has_reset:
             self.check_open()
             self.check_started()
@@ -1010,6 +1032,7 @@ class Engine:
     def close(self) -> None:
         """Release the engine; every later call raises ``RuntimeError``. Idempotent."""
         self._closed = True
+        self._fast_step = None
 
     @property
     def closed(self) -> bool:

@@ -218,10 +218,12 @@ def step_MODE(mode, max_steps, actions, step_table):
             finish_step(np.uint64(i), reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
     # STEP PER ENV END
     # STEP RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1: the same steps, one call a run)
-    for c in prange((n + RUN_LENGTH - 1) // RUN_LENGTH):
+    # The serial kernel steps every env in one call: each call passes every State array.
+    run_length = RUN_LENGTH if PARALLEL_MODE else max(n, 1)
+    for c in prange((n + run_length - 1) // run_length):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        lo = c * RUN_LENGTH
-        _step_run(s, p, lo, min(n, lo + RUN_LENGTH), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
+        lo = c * run_length
+        _step_run(s, p, lo, min(n, lo + run_length), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
                   events, rng, obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done, TELEMETRY_RING)
     # STEP RUNS END
     if mode == NEXT_STEP and not STEP_USES_RNG:
