@@ -15,8 +15,9 @@ Action Space (``mode="decision"``, the default)
     with no input until the next pill is controllable (the next decision point) or the game
     ends, and plans the new decision exactly inside the kernel. ``info["action_mask"]`` (and
     ``action_masks()``) are the feasible placements; the mask is binding: an infeasible
-    placement raises ``ValueError``, or with the engine's ``invalid_action="flag"`` the same
-    decision is returned (``tau`` 0) with the ``invalid_action`` event set.
+    placement raises ``ValueError``, or with the engine's ``invalid_action="flag"`` leaves the
+    env as it was: the same decision, its info that of the step that reached it (``tau``
+    included), reward 0 and the ``invalid_action`` event set.
 Action Space (``mode="frame"``)
     ``Discrete(16)``: one frame's controller, ``dpad * 4 + rotation`` with ``dpad`` 0 none,
     1 Left, 2 Right, 3 Down and ``rotation`` 0 none, 1 A (clockwise), 2 B (counter-clockwise),
@@ -67,9 +68,9 @@ Arguments
     ``max_frames`` may differ per env, and ``engine.reset_envs(mask, seed, level=...,
     speed=...)`` sets them for the envs it resets.
 Memory
-    Decision mode keeps the planner's scratch in each env's rows of the state: about 12 MB of
-    zeroed address space an env (the search's visited bitmap at the slowest gravity and its
-    node arrays), of which a search touches what it visits (about 2 MB at level 10, medium).
+    Decision mode keeps the planner's scratch in each env's rows of the state: about 7.5 MB
+    of zeroed address space an env (the search's visited bitmap at the slowest gravity and its
+    node arrays), of which a search touches what it visits (about 1.5 MB at level 10, medium).
 Version History
     v0: first version.
 """
@@ -186,7 +187,7 @@ def reset_env(s, p, i, rng):
     s.fc[i] = 0
     rules.start_level(s, i, np.int64(param(p.level, i)), np.int64(param(p.speed, i)), lfsr, 0)
     if np.int64(param(p.mode, i)) == DECISION:
-        decision.reset_to_decision(s, i, np.int64(param(p.max_frames, i)))
+        decision.reset_to_decision(s, i)
 
 
 @exact

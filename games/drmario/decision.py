@@ -4,7 +4,8 @@
 
 A decision point is a falling pill that is controllable on the next frame (``next_action`` is
 ``FALLING``), as ``planners/drmario.py`` defines it. The planner's scratch is the env's own
-rows of the ``State`` (``games/drmario/state.py``).
+rows of the ``State`` (``games/drmario/state.py``): the search that gave a decision its costs
+leaves its tree there, and the step reads the chosen placement's script from it.
 """
 
 import numpy as np
@@ -38,9 +39,16 @@ def plan_env(s, i):
 
 @exact
 def write_script(s, i, a):
-    """Placement ``a``'s controller bytes into ``s.plan_script[i]`` from the last search's tree;
-    returns their count (``cost_to_lock[i, a]``)."""
-    length = np.int64(s.cost_to_lock[i, a])
+    """Placement ``a``'s controller bytes into ``s.plan_script[i]``, read off the search tree
+    that the env's last search left in its scratch rows (the one its costs and mask come
+    from); returns their count, its cost to lock, or 0 when that search locked no ``a``."""
+    node = s.plan_lock_node[i, a]
+    if node < 0:
+        return 0
+    length = 1
+    while node > 0:
+        length += 1
+        node = s.plan_parent[i, node]
     script = s.plan_script[i]
     script[length - 1] = s.plan_lock_button[i, a]
     node = s.plan_lock_node[i, a]
@@ -117,23 +125,21 @@ def next_decision(s, i, max_frames):
 
 
 @exact
-def reset_to_decision(s, i, max_frames):
+def reset_to_decision(s, i):
     """After ``rules.start_level``: the first throw, up to the first decision point and its
-    plan; nothing of it counts as a step's events."""
+    plan; nothing of it counts as a step's events (nor against the frame cap)."""
     s.tau[i] = 0
     play_to_decision(s, i, 0)
     for k in range(rules.N_FRAME_EVENTS):
         s.frame_events[i, k] = 0
-    next_decision(s, i, max_frames)
+    next_decision(s, i, 0)
 
 
 @exact
 def step_decision(s, i, a, max_frames, telemetry=None):
     """Play placement ``a`` (feasible: the engine refuses the others) and the game up to the
     next decision point; ``tau`` gets the frames played."""
-    length = 0
-    if plan_env(s, i) > 0 and s.cost_to_lock[i, a] != UNREACHABLE:  # the tree the costs came from
-        length = write_script(s, i, a)
+    length = write_script(s, i, a)
     if length == 0:
         s.outcome[i] = rules.NO_PLACEMENT
     s.tau[i] = play_to_decision(s, i, length, telemetry) if length > 0 else 0

@@ -61,9 +61,9 @@ class State(NamedTuple):
     column_heights: np.ndarray  # (N, 8) int64: rows filled up to the highest tile of each column
     max_height: np.ndarray  # (N,) int64: the highest column
     plan_visited: np.ndarray  # (N, VISITED_BYTES) uint8 planner scratch: visited bitmap, 0 between searches
-    plan_parent: np.ndarray  # (N, NODE_CAPACITY) int64 planner scratch: the search tree's parents
+    plan_parent: np.ndarray  # (N, NODE_CAPACITY) int32 planner scratch: the search tree's parents
     plan_button: np.ndarray  # (N, NODE_CAPACITY) uint8 planner scratch: the controller byte into each node
-    plan_nodes: np.ndarray  # (N, NODE_CAPACITY) int64 planner scratch: each node's packed slot
+    plan_nodes: np.ndarray  # (N, NODE_CAPACITY) int32 planner scratch: each node's packed slot (< 2 ** 25)
     plan_script: np.ndarray  # (N, NODE_CAPACITY) uint8 planner scratch: the chosen placement's inputs
     plan_lock_node: np.ndarray  # (N, 512) int64 planner scratch: node before each placement's lock frame
     plan_lock_button: np.ndarray  # (N, 512) uint8 planner scratch: each placement's locking input
@@ -84,8 +84,8 @@ def allocate(num_envs: int, decision: bool = False) -> State:
         "cost_to_lock": ((N_PLACEMENTS * d,), np.uint16), "pill_colors": ((2 * d,), np.int64),
         "preview_colors": ((2 * d,), np.int64), "tiles_cleared": ((3 * d,), np.int64),
         "viruses_by_color": ((3 * d,), np.int64), "column_heights": ((8 * d,), np.int64),
-        "plan_visited": ((VISITED_BYTES * d,), np.uint8), "plan_parent": ((NODE_CAPACITY * d,), np.int64),
-        "plan_button": ((NODE_CAPACITY * d,), np.uint8), "plan_nodes": ((NODE_CAPACITY * d,), np.int64),
+        "plan_visited": ((VISITED_BYTES * d,), np.uint8), "plan_parent": ((NODE_CAPACITY * d,), np.int32),
+        "plan_button": ((NODE_CAPACITY * d,), np.uint8), "plan_nodes": ((NODE_CAPACITY * d,), np.int32),
         "plan_script": ((NODE_CAPACITY * d,), np.uint8), "plan_lock_node": ((N_PLACEMENTS * d,), np.int64),
         "plan_lock_button": ((N_PLACEMENTS * d,), np.uint8), "plan_fit": ((2 * 17 * 10 * d,), np.bool_),
         "plan_pred_start": ((513 * d,), np.int64), "plan_pred": ((N_PLACEMENTS * 7 * d,), np.int64),

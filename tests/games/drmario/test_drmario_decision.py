@@ -112,6 +112,20 @@ def test_infeasible_placement_is_refused_or_flagged():
     assert flag.info_arrays["tau"][1] > 0
 
 
+def test_the_frame_cap_ends_the_episode_with_a_timeout():
+    eng = vecsim.make(GAME, 1, parallel=False, seed=0x1234, max_frames=150, **FAST)
+    eng.reset(seed=0)
+    frames = [int(eng.state.frame_count[0])]
+    for _ in range(10):
+        result = eng.step_no_reset(np.array([int(np.flatnonzero(eng.masks[0])[0])]))
+        frames.append(int(eng.state.frame_count[0]))
+        if result.terminals[0]:
+            break
+    assert result.terminals[0] and eng.info_arrays["terminal_reason"][0] == rules.TIMEOUT
+    assert frames[-2] < 150 <= frames[-1]  # the first decision point at or past the cap
+    eng.close()
+
+
 def test_reset_specs_per_env(engine):
     engine.reset(seed=0)
     mask = np.array([True, False, True])
@@ -208,6 +222,7 @@ def test_render_in_decision_mode(engine):
     assert "@" in text and "level 15" in text
 
 
+@pytest.mark.slow
 def test_checkers_pass_in_decision_mode():
     from vecsim.testing import check_engine, check_vector_env
 
@@ -215,6 +230,7 @@ def test_checkers_pass_in_decision_mode():
     check_engine(GAME, num_envs=3, seed=5, steps=30, **FAST)
 
 
+@pytest.mark.slow
 def test_checkers_pass_in_frame_mode():
     from vecsim.testing import check_engine, check_vector_env
 
