@@ -23,7 +23,8 @@ Action Space (``mode="frame"``)
     1 Left, 2 Right, 3 Down and ``rotation`` 0 none, 1 A (clockwise), 2 B (counter-clockwise),
     3 A+B. ``BUTTONS[action]`` is the controller byte. Up, Start, Select, Left+Right and
     Down with a direction are left out: Up and Down+direction act as no d-pad or the direction
-    alone, Start pauses, Left+Right needs a pad without a rocker.
+    alone, Start pauses, Left+Right needs a pad without a rocker. Every action is legal: the
+    mask is all True.
 Observation Space
     ``Box((136,), uint8)``: the 128 bottle bytes (row * 8 + col, row 0 at the top, the ROM's
     tile bytes: high nibble type, low nibble color 0 yellow 1 red 2 blue, 0xFF empty), then
@@ -48,7 +49,8 @@ Starting State
     ``initData_level`` and the level intro for ``level`` and ``speed``: the 128-pill reserve
     and the viruses drawn from the 16-bit LFSR, which starts at ``seed`` (a state 1..65535), or,
     with ``seed=-1``, at a state of the power-on cycle chosen by the env's random stream. The
-    episode starts at the level's first throw frame.
+    episode starts at the level's first throw frame in frame mode, and at the first pill's
+    decision point (the throw played, its placements planned) in decision mode.
 Episode End
     Terminated on clearing the level or on top-out; ``info["terminal_reason"]`` is 0 while
     playing, 1 cleared, 2 topped out. ``info["score"]`` is the internal score (display x10).
@@ -80,8 +82,7 @@ from typing import NamedTuple
 import numpy as np
 from gymnasium import spaces
 
-from vecsim.core.cells import put_words
-from vecsim.core.cells import put_cells
+from vecsim.core.cells import put_cells, put_words
 from vecsim.core.contract import KernelHints, named_choices, param
 from vecsim.core.jit import exact
 from vecsim.core.rng import randint
