@@ -1,9 +1,11 @@
-"""DrMario-v0 in frame mode: ``Engine.step`` of one NES frame per env; the placement planner.
+"""DrMario-v0: ``Engine.step`` of one NES frame per env (frame mode) and of one placement per
+env (decision mode, the default); the placement planner alone.
 
-Level 10, medium speed, random controller inputs (``Discrete(16)``) drawn ahead of time,
-NEXT_STEP autoreset: the per-frame path a learner uses. ``serial`` is the one-thread kernel,
+Level 10, medium speed, random legal actions (``LegalActions``), NEXT_STEP autoreset: the
+paths a learner uses. ``serial`` is the one-thread kernel,
 ``auto`` the engine's own choice (threads over envs from its tuned batch size). The kernels
-are compiled (or loaded from the cache) in ``setup``, never inside a timed call.
+are compiled (or loaded from the cache) in ``setup``, never inside a timed call. A decision
+plays the placement's frames and the frames to the next decision point, and plans it.
 ``python -m vecsim.games.drmario.bench`` gives the same figures beside the bare kernel's.
 """
 
@@ -16,19 +18,20 @@ from .common import bench, vecsim
 
 GAME = bench.full_id("DrMario-v0")
 NUM_ENVS = (16, 4096)
+DECISION_ENVS = (16, 64)
 KERNELS = ("serial", "auto")
 
 
-class DrMarioFrameStep:
-    """``Engine.step`` in frame mode; steps/s are frames/s."""
+class _DrMarioStep:
+    """``Engine.step`` of a batch in ``MODE``."""
 
-    params = (KERNELS, NUM_ENVS)
+    MODE = ""
     param_names = ("kernel", "num_envs")
     timeout = 600.0  # a cold cache compiles the Dr. Mario kernels in setup
 
     def setup(self, kernel, num_envs):
         vecsim.warmup(GAME)
-        self.engine = vecsim.make(GAME, num_envs, level=10, speed="med",
+        self.engine = vecsim.make(GAME, num_envs, mode=self.MODE, level=10, speed="med",
                                   parallel=False if kernel == "serial" else "auto")
         self.engine.reset(seed=0)
         self.next_actions = bench.engine_actions(self.engine)
@@ -44,6 +47,13 @@ class DrMarioFrameStep:
 
     def time_step(self, kernel, num_envs):
         self.step()
+
+
+class DrMarioFrameStep(_DrMarioStep):
+    """Frame mode; steps/s are frames/s."""
+
+    MODE = "frame"
+    params = (KERNELS, NUM_ENVS)
 
     def track_frames_per_second(self, kernel, num_envs):
         return bench.steps_per_second(self.step, num_envs, seconds=0.5)
@@ -77,3 +87,15 @@ class DrMarioPlanner:
 
     def time_plan_envs(self):
         self.planner_mod.plan_envs(self.batch, self.envs, self.envs_planner)
+
+
+class DrMarioDecisionStep(_DrMarioStep):
+    """Decision mode; steps/s are decisions/s."""
+
+    MODE = "decision"
+    params = (KERNELS, DECISION_ENVS)
+
+    def track_decisions_per_second(self, kernel, num_envs):
+        return bench.steps_per_second(self.step, num_envs, seconds=0.5)
+
+    track_decisions_per_second.unit = "decisions/s"

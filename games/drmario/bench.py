@@ -1,6 +1,7 @@
 """Dr. Mario per-frame speed: frames/s of the per-frame kernel and of the vecsim engine.
 
     python -m vecsim.games.drmario.bench [--num-envs 4096] [--seconds 3] [--level 10] [--speed 1] [--thread-time]
+                                         [--decision-envs 64] [--decision-only]
 
 Three figures on the same batch (level, speed, random frame-mode inputs drawn once per
 frame from a fixed table, games restarted when over):
@@ -9,9 +10,16 @@ frame from a fixed table, games restarted when over):
   engine's kernels are (no reference counting: with it, each read of a ``State`` field costs
   an atomic increment and decrement, more than the frame itself);
 * ``kernel parallel``: the same frames, runs of 16 envs a ``prange`` iteration on Numba's threads;
-* ``engine serial``: ``vecsim.make("vecsim/DrMario-v0", num_envs=N, parallel=False).step``
+* ``engine serial``: ``vecsim.make("vecsim/DrMario-v0", num_envs=N, mode="frame", parallel=False).step``
   (autoreset, observations, events and info), the path a learner uses, on one thread;
 * ``engine``: the same with the engine's own kernel choice (threads over envs).
+
+Decision mode (``mode="decision"``, the default of ``vecsim/DrMario-v0``) is timed in
+decisions/s: ``Engine.step`` of ``--decision-envs`` envs with a random feasible placement each
+(``vecsim.bench.measure.LegalActions``: chosen inside the timed step, no Python loop over envs),
+on one thread (``decision serial``, CPU time with ``--thread-time``) and on Numba's threads
+(``decision parallel``, wall clock). A decision is one exact search for the chosen placement's
+script, its frames, the frames to the next decision point and one search for the new costs.
 
 The planner is timed per decision on the same level and speed (``planner``): one exact
 search from each of ``--planner-decisions`` decision points of games played with random
@@ -81,6 +89,8 @@ def main(argv=None) -> None:
     ap.add_argument("--planner-decisions", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--planner-only", action="store_true")
+    ap.add_argument("--decision-envs", type=int, default=64)
+    ap.add_argument("--decision-only", action="store_true", help="time decision mode only")
     ap.add_argument("--compare-module", default=None)
     ap.add_argument("--thread-time", action="store_true",
                     help="time the one-thread frame figures (kernel, engine serial) by the calling thread's CPU "
@@ -91,8 +101,14 @@ def main(argv=None) -> None:
         raise ValueError(f"need --num-envs >= 1, --seconds > 0, --level in [0, 24], got {vars(args)}")
     if args.planner_decisions < 1 or args.rounds < 1:
         raise ValueError(f"need --planner-decisions >= 1 and --rounds >= 1, got {vars(args)}")
+    if args.decision_envs < 1:
+        raise ValueError(f"need --decision-envs >= 1, got {args.decision_envs}")
+    if args.decision_only:
+        _decision_figures(args)
+        return
     if not args.planner_only:
         _frame_figures(args)
+        _decision_figures(args)
     _planner_figures(args)
 
 
@@ -113,7 +129,7 @@ def _frame_figures(args) -> None:
     import vecsim
     actions = rng.integers(0, len(BUTTONS), size=(64, n))
     for name, parallel in (("engine serial", False), ("engine", "auto")):
-        engine = vecsim.make("vecsim/DrMario-v0", num_envs=n, level=args.level, speed=args.speed,
+        engine = vecsim.make("vecsim/DrMario-v0", num_envs=n, mode="frame", level=args.level, speed=args.speed,
                              parallel=parallel)
         engine.reset(seed=0)
         k = [0]
@@ -125,6 +141,26 @@ def _frame_figures(args) -> None:
         print(f"{name:16s} {_time(step, args.seconds, clock) * n:12.4g} frames/s  (num_envs={n})")
         engine.close()
 
+
+def _decision_figures(args) -> None:
+    import vecsim
+    from vecsim.bench.measure import LegalActions
+
+    n = args.decision_envs
+    one_thread_clock = time.thread_time if args.thread_time else time.perf_counter
+    for name, parallel in (("decision serial", False), ("decision parallel", True)):
+        engine = vecsim.make("vecsim/DrMario-v0", num_envs=n, mode="decision", level=args.level, speed=args.speed,
+                             parallel=parallel)
+        engine.reset(seed=0)
+        choose = LegalActions(engine.masks, count=4)
+
+        def step():
+            engine.step(choose())
+        clock = time.perf_counter if parallel else one_thread_clock
+        rate = _time(step, args.seconds, clock) * n
+        print(f"{name:16s} {rate:12.4g} decisions/s (num_envs={n}, mean tau "
+              f"{float(engine.info_arrays['tau'].mean()):.0f} frames)")
+        engine.close()
 
 
 def decision_states(level: int, speed: int, count: int) -> list:

@@ -8,6 +8,7 @@ controller) then one main-loop logic pass. Section numbers refer to ``SPEC.md``.
 import numpy as np
 
 from vecsim.core.jit import exact
+from vecsim.core.telemetry import push_event
 from vecsim.games.drmario.tables import (
     BASE_SPEED, BLUE, BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, BOTTOM, COLOR_BITS, EMPTY, LEFT, MARKED,
     MAX_SPEED_UPS, MAX_VIRUS_HEIGHT, RIGHT, SCORE_LOOPS, SINGLE, SPAWN_X, SPAWN_Y, SPEED_TABLE, THROW_PASSES,
@@ -18,9 +19,18 @@ from vecsim.games.drmario.tables import (
 FALLING, PLACED, CHECK_ATTACK, SEND_FINISHED, INC_ACTION, SEND_PILL = 0, 1, 2, 3, 5, 6
 #: ``outcome`` values.
 PLAYING, CLEARED, TOPPED_OUT = 0, 1, 2
+#: ``outcome`` values of decision mode only: the episode frame cap was reached, or the planner
+#: found no placement at a decision point.
+TIMEOUT, NO_PLACEMENT = 3, 4
 #: Per-frame event counters, ``s.frame_events[i, k]``, summed until the caller clears them.
 EV_LOCKS, EV_SPAWNS, EV_MATCH_GROUPS, EV_MATCH_ROUNDS, EV_VIRUSES, EV_TILES, EV_DROP_PASSES, EV_SPEED_UPS = range(8)
 N_FRAME_EVENTS = 8
+#: Telemetry event kinds (``vecsim.core.telemetry``), stamped with ``frame_count``; the value
+#: of each: spawn the new pill's id, lock the pose ``x + 8 * y + 128 * rot``, match the run's
+#: length, clear the match groups of the round, virus_cleared the virus's color, cascade the
+#: pieces a drop pass moved, top_out and victory 0.
+TELEMETRY = ("spawn", "lock", "match", "clear", "virus_cleared", "cascade", "top_out", "victory")
+TM_SPAWN, TM_LOCK, TM_MATCH, TM_CLEAR, TM_VIRUS_CLEARED, TM_CASCADE, TM_TOP_OUT, TM_VICTORY = range(8)
 
 
 @exact(inline="always")
@@ -140,13 +150,14 @@ def gravity_threshold(s, i):
 
 
 @exact(inline="always")
-def lock(s, i):
+def lock(s, i, telemetry=None):
     write_pill(s.board, i, s.x[i], s.y[i], s.rot[i], s.falling[i])
     s.status[i] = 15 - s.y[i]
     s.next_action[i] = PLACED
     s.placed_step[i] = 0
     s.lock_x[i], s.lock_y[i], s.lock_rot[i] = s.x[i], s.y[i], s.rot[i]
     s.frame_events[i, EV_LOCKS] += 1
+    push_event(telemetry, i, TM_LOCK, s.frame_count[i], s.x[i] + 8 * s.y[i] + 128 * s.rot[i])
 
 
 @exact(inline="always")
@@ -226,14 +237,14 @@ def rotate_to(board, i, x, y, rot, held, o1, o2):
 
 
 @exact(inline="always")
-def falling_pass(s, i, held_prev, held):
+def falling_pass(s, i, held_prev, held, telemetry=None):
     """§5 on env ``i``: the pill's pass; a lock writes the pill at its pre-move pose."""
     y0, x0, rot0 = s.y[i], s.x[i], s.rot[i]
     x, y, rot, sc, hv, locked = pill_frame(s.board, i, x0, y0, rot0, s.speed_counter[i], s.hor_velocity[i],
                                            s.fc[i], held_prev, held, gravity_threshold(s, i))
     if locked:
         s.x[i], s.y[i], s.rot[i] = x0, y0, rot0
-        lock(s, i)
+        lock(s, i, telemetry)
     s.x[i], s.y[i], s.rot[i], s.speed_counter[i], s.hor_velocity[i] = x, y, rot, sc, hv
 
 
@@ -282,13 +293,15 @@ def virus_destroyed(s, i):
 
 
 @exact
-def mark_run(s, i, start, step, n):
+def mark_run(s, i, start, step, n, telemetry=None):
     board = s.board
+    push_event(telemetry, i, TM_MATCH, s.frame_count[i], n)
     for k in range(n):
         q = start + k * step
         v = board[i, q]
         if (v & 0xF0) == VIRUS:
             virus_destroyed(s, i)
+            push_event(telemetry, i, TM_VIRUS_CLEARED, s.frame_count[i], v & 15)
         if (v & 0xF0) != MARKED:
             s.frame_events[i, EV_TILES] += 1
         board[i, q] = MARKED | (v & 15)
@@ -297,7 +310,7 @@ def mark_run(s, i, start, step, n):
 
 
 @exact
-def check_hor_match(s, i):
+def check_hor_match(s, i, telemetry=None):
     board = s.board
     for row in range(16):
         col = 0
@@ -311,12 +324,12 @@ def check_hor_match(s, i):
             while col + n < 8 and (board[i, row * 8 + col + n] & 15) == color:
                 n += 1
             if n >= 4:
-                mark_run(s, i, row * 8 + col, 1, n)
+                mark_run(s, i, row * 8 + col, 1, n, telemetry)
             col += n
 
 
 @exact
-def check_ver_match(s, i):
+def check_ver_match(s, i, telemetry=None):
     board = s.board
     for col in range(8):
         row = 0
@@ -330,7 +343,7 @@ def check_ver_match(s, i):
             while (cell(board, i, (row + n) * 8 + col) & 15) == color:
                 n += 1
             if n >= 4:
-                mark_run(s, i, row * 8 + col, 8, n)
+                mark_run(s, i, row * 8 + col, 8, n, telemetry)
             row += n
 
 
@@ -357,7 +370,7 @@ def update_field(s, i):
 
 
 @exact(inline="always")
-def placed_pass(s, i):
+def placed_pass(s, i, telemetry=None):
     """One step of the lock-resolution step machine (§6.1)."""
     step = s.placed_step[i]
     if step == 0:
@@ -371,6 +384,7 @@ def placed_pass(s, i):
             s.status[i] = 15
             if moved > 0:
                 s.frame_events[i, EV_DROP_PASSES] += 1
+                push_event(telemetry, i, TM_CASCADE, s.frame_count[i], moved)
                 s.placed_step[i] = 2
             else:
                 s.placed_step[i] = 4
@@ -378,16 +392,17 @@ def placed_pass(s, i):
         s.match_flag[i] = 0
         s.placed_step[i] = 5
     elif step == 5:
-        check_hor_match(s, i)
+        check_hor_match(s, i, telemetry)
         s.placed_step[i] = 6
     elif step == 6:
-        check_ver_match(s, i)
+        check_ver_match(s, i, telemetry)
         s.placed_step[i] = 7
     elif step == 7:
         update_field(s, i)
         s.status[i] = 15
         if s.match_flag[i] != 0:
             s.frame_events[i, EV_MATCH_ROUNDS] += 1
+            push_event(telemetry, i, TM_CLEAR, s.frame_count[i], s.match_flag[i])
             s.placed_step[i] = 1
         else:
             s.placed_step[i] = 8
@@ -405,7 +420,7 @@ def next_pill(s, i):
 
 
 @exact(inline="always")
-def throw_pass(s, i):
+def throw_pass(s, i, telemetry=None):
     """One pass of the throw animation (§6.7); the last one spawns the next pill."""
     if s.speed[i] == 0 and (s.fc[i] & 1) == 0:
         return  # low speed animates on odd frames only
@@ -420,16 +435,19 @@ def throw_pass(s, i):
         s.frame_events[i, EV_SPEED_UPS] += 1
     s.x[i], s.y[i], s.rot[i] = SPAWN_X, SPAWN_Y, 0
     s.frame_events[i, EV_SPAWNS] += 1
+    push_event(telemetry, i, TM_SPAWN, s.frame_count[i], s.falling[i])
     if s.board[i, SPAWN_X] != EMPTY or s.board[i, SPAWN_X + 1] != EMPTY:
         write_pill(s.board, i, SPAWN_X, SPAWN_Y, 0, s.falling[i])
         s.outcome[i] = TOPPED_OUT
+        push_event(telemetry, i, TM_TOP_OUT, s.frame_count[i], 0)
     s.next_action[i] = SEND_FINISHED
 
 
 @exact(inline="always")
-def frame(s, i, buttons):
+def frame(s, i, buttons, telemetry=None):
     """One NTSC frame of env ``i`` with controller byte ``buttons`` (bit0 Right, bit1 Left,
-    bit2 Down, bit3 Up, bit6 B, bit7 A). Nothing runs once the game is over."""
+    bit2 Down, bit3 Up, bit6 B, bit7 A). Nothing runs once the game is over. ``telemetry``: a
+    ``TelemetryRing`` that gets the frame's ``TELEMETRY`` events, or left out (nothing pushed)."""
     if s.status[i] != 0xFF:
         s.status[i] = (s.status[i] - 1) & 0xFF
     s.fc[i] = (s.fc[i] + 1) & 0xFF
@@ -440,9 +458,9 @@ def frame(s, i, buttons):
     s.frame_count[i] += 1
     action = s.next_action[i]
     if action == FALLING:
-        falling_pass(s, i, held_prev, buttons)
+        falling_pass(s, i, held_prev, buttons, telemetry)
     elif action == PLACED:
-        placed_pass(s, i)
+        placed_pass(s, i, telemetry)
     elif action == CHECK_ATTACK:
         s.next_action[i] = INC_ACTION
     elif action == SEND_FINISHED:
@@ -450,9 +468,10 @@ def frame(s, i, buttons):
     elif action == INC_ACTION:
         s.next_action[i] = SEND_PILL
     else:
-        throw_pass(s, i)
+        throw_pass(s, i, telemetry)
     if s.virus_left[i] == 0 and s.outcome[i] == PLAYING:
         s.outcome[i] = CLEARED
+        push_event(telemetry, i, TM_VICTORY, s.frame_count[i], 0)
 
 
 @exact

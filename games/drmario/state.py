@@ -1,4 +1,8 @@
-"""The structure-of-arrays state of a batch of Dr. Mario games (one row per env)."""
+"""The structure-of-arrays state of a batch of Dr. Mario games (one row per env).
+
+The fields after ``frame_events`` are decision mode's (``decision=True``; zero columns in
+frame mode): its per-step outputs, then the planner's scratch, one row per env because
+each env's search runs on whichever thread steps it."""
 
 from typing import NamedTuple
 
@@ -6,6 +10,14 @@ import numpy as np
 
 from vecsim.core import buffers as placed
 from vecsim.games.drmario.rules import N_FRAME_EVENTS
+from vecsim.games.drmario.tables import SPEED_TABLE
+
+N_PLACEMENTS = 512
+#: Nodes a search may visit (``planners/drmario.search``; about twice the most seen, at low
+#: speed level 0); a search that needs more ends the episode (``rules.NO_PLACEMENT``).
+NODE_CAPACITY = 1 << 19
+#: Bytes of the search's visited bitmap at the slowest gravity (``(T + 1) << 15``).
+VISITED_BYTES = (int(SPEED_TABLE.max()) + 1) << 15
 
 
 class State(NamedTuple):
@@ -40,17 +52,50 @@ class State(NamedTuple):
     lock_y: np.ndarray
     lock_rot: np.ndarray
     frame_events: np.ndarray  # (N, 8) int64: event counters (rules.EV_*) since last cleared
+    cost_to_lock: np.ndarray  # (N, 512) uint16: frames to lock each placement, 0xFFFF unreachable
+    tau: np.ndarray  # (N,) int64: frames the last step played
+    pill_colors: np.ndarray  # (N, 2) int64: the falling pill's 1st and 2nd color (0 Y, 1 R, 2 B)
+    preview_colors: np.ndarray  # (N, 2) int64: the preview pill's colors
+    tiles_cleared: np.ndarray  # (N, 3) int64: tiles cleared in the last step: viruses, others, all
+    viruses_by_color: np.ndarray  # (N, 3) int64: viruses left, yellow, red, blue
+    column_heights: np.ndarray  # (N, 8) int64: rows filled up to the highest tile of each column
+    max_height: np.ndarray  # (N,) int64: the highest column
+    plan_visited: np.ndarray  # (N, VISITED_BYTES) uint8 planner scratch: visited bitmap, 0 between searches
+    plan_parent: np.ndarray  # (N, NODE_CAPACITY) int32 planner scratch: the search tree's parents
+    plan_button: np.ndarray  # (N, NODE_CAPACITY) uint8 planner scratch: the controller byte into each node
+    plan_nodes: np.ndarray  # (N, NODE_CAPACITY) int32 planner scratch: each node's packed slot (< 2 ** 25)
+    plan_script: np.ndarray  # (N, NODE_CAPACITY) uint8 planner scratch: the chosen placement's inputs
+    plan_lock_node: np.ndarray  # (N, 512) int64 planner scratch: node before each placement's lock frame
+    plan_lock_button: np.ndarray  # (N, 512) uint8 planner scratch: each placement's locking input
+    plan_fit: np.ndarray  # (N, 340) bool planner scratch: fit table, (2, 17, 10) an env
+    plan_pred_start: np.ndarray  # (N, 513) int64 planner scratch: pose graph offsets
+    plan_pred: np.ndarray  # (N, 3584) int64 planner scratch: pose graph predecessors
+    plan_useful: np.ndarray  # (N, 512) uint8 planner scratch
+    plan_queue: np.ndarray  # (N, 512) int64 planner scratch
 
 
-def allocate(num_envs: int, extra: dict | None = None) -> State:
-    """A zeroed ``State`` of ``num_envs`` rows (every board empty)."""
+def allocate(num_envs: int, decision: bool = False) -> State:
+    """A zeroed ``State`` of ``num_envs`` rows (every board empty), with decision mode's
+    fields when ``decision`` (else they have no columns)."""
     n = num_envs
+    d = 1 if decision else 0
+    wide = {  # field -> (per-env shape, dtype)
+        "board": ((128,), np.uint8), "reserve": ((128,), np.uint8), "frame_events": ((N_FRAME_EVENTS,), np.int64),
+        "cost_to_lock": ((N_PLACEMENTS * d,), np.uint16), "pill_colors": ((2 * d,), np.int64),
+        "preview_colors": ((2 * d,), np.int64), "tiles_cleared": ((3 * d,), np.int64),
+        "viruses_by_color": ((3 * d,), np.int64), "column_heights": ((8 * d,), np.int64),
+        "plan_visited": ((VISITED_BYTES * d,), np.uint8), "plan_parent": ((NODE_CAPACITY * d,), np.int32),
+        "plan_button": ((NODE_CAPACITY * d,), np.uint8), "plan_nodes": ((NODE_CAPACITY * d,), np.int32),
+        "plan_script": ((NODE_CAPACITY * d,), np.uint8), "plan_lock_node": ((N_PLACEMENTS * d,), np.int64),
+        "plan_lock_button": ((N_PLACEMENTS * d,), np.uint8), "plan_fit": ((2 * 17 * 10 * d,), np.bool_),
+        "plan_pred_start": ((513 * d,), np.int64), "plan_pred": ((N_PLACEMENTS * 7 * d,), np.int64),
+        "plan_useful": ((N_PLACEMENTS * d,), np.uint8), "plan_queue": ((N_PLACEMENTS * d,), np.int64),
+    }
     fields = {}
     for name in State._fields:
+        shape, dtype = wide.get(name, ((), np.int64))
         if name in ("board", "reserve"):
-            fields[name] = placed.full((n, 128), 0xFF, np.uint8)
-        elif name == "frame_events":
-            fields[name] = placed.zeros((n, N_FRAME_EVENTS), np.int64)
+            fields[name] = placed.full((n,) + shape, 0xFF, dtype)
         else:
-            fields[name] = placed.zeros(n, np.int64)
+            fields[name] = placed.zeros((n,) + shape, dtype)
     return State(**fields)

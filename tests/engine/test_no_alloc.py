@@ -6,6 +6,7 @@ tracemalloc sees every NumPy buffer allocation, so a step that allocated an outp
 
 from __future__ import annotations
 
+import sys
 import tracemalloc
 
 import gymnasium
@@ -21,6 +22,12 @@ N = 1024
 STEPS = 1000
 #: Half of one (N,) float32 array: room for interpreter bookkeeping only.
 SLACK = 2048
+
+
+def _info_dict_bytes(info: dict) -> int:
+    """The Python objects a step's info makes whatever ``num_envs``: the dict and its keys
+    (a game with many info arrays has a larger dict; its arrays are views)."""
+    return sys.getsizeof(info) + sum(sys.getsizeof(k) for k in info)
 
 
 def _measure(step, actions):
@@ -92,7 +99,8 @@ def test_vector_env_with_copy_false_does_not_allocate(game_id, action_batches):
     env.reset(seed=0)
     growth, peak = _measure(env.step, action_batches)
     assert growth <= SLACK, f"traced memory grew by {growth} bytes over {STEPS} steps"
-    assert peak <= SLACK, f"a step allocated {peak} bytes at its peak"
+    info = env.step(action_batches[0])[-1]
+    assert peak <= SLACK + _info_dict_bytes(info), f"a step allocated {peak} bytes at its peak"
     env.close()
 
 

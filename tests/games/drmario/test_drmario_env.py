@@ -30,18 +30,18 @@ def test_bad_params_name_the_value(bad, match):
 
 
 def test_level_speed_and_seed_set_the_start():
-    env = gymnasium.make(GAME, level=10, speed="high", seed=0x8988, render_mode="ansi")
+    env = gymnasium.make(GAME, mode="frame", level=10, speed="high", seed=0x8988, render_mode="ansi")
     obs, info = env.reset(seed=5)
     board = obs[:128]
     assert int(np.sum((board & 0xF0) == 0xD0)) == 44
-    other, _ = gymnasium.make(GAME, level=10, speed="low", seed=0x8988).reset(seed=9)
+    other, _ = gymnasium.make(GAME, mode="frame", level=10, speed="low", seed=0x8988).reset(seed=9)
     assert np.array_equal(other[:128], board)  # the LFSR seed alone sets the viruses
     text = env.render()
     assert "viruses 44" in text and text.count("\n") == 16
 
 
 def test_play_until_the_pill_locks_and_render_rgb():
-    env = gymnasium.make(GAME, level=0, speed="high", render_mode="rgb_array")
+    env = gymnasium.make(GAME, mode="frame", level=0, speed="high", render_mode="rgb_array")
     obs, info = env.reset(seed=1)
     locks = 0
     for _ in range(400):
