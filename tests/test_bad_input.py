@@ -46,6 +46,22 @@ def test_num_envs_not_an_int(game_id, num_envs):
         vecsim.make(game_id, num_envs)
 
 
+def test_a_batch_beyond_the_memory_available_is_refused_before_any_allocation(monkeypatch):
+    from vecsim.cli import _envs_that_fit
+    from vecsim.core import buffers
+
+    monkeypatch.setattr(buffers, "available_memory", lambda: 10_000_000)  # 10 MB
+    with pytest.raises(MemoryError, match=r"DrMario .* 7\.\d\d MB of state per env: num_envs=2 needs "
+                                          r"0\.0 GB, more than the 0\.0 GB .* \(at most 1\)"):
+        vecsim.make("DrMario-v0", 2)  # decision mode: the planner's scratch
+    assert vecsim.make("DrMario-v0", 1000, mode="frame").num_envs == 1000
+    # vecsim demo plays such a game with fewer envs rather than fail
+    assert _envs_that_fit("vecsim/DrMario-v0", 4096) == 1
+    assert _envs_that_fit("vecsim/CartPole-v1", 4096) == 4096
+    monkeypatch.setattr(buffers, "available_memory", lambda: None)  # not known: no limit
+    assert _envs_that_fit("vecsim/DrMario-v0", 4096) == 4096
+
+
 def test_unknown_game_id():
     with pytest.raises(ValueError, match="'Pong-v5'.*CartPole-v1"):
         vecsim.make("Pong-v5")

@@ -302,6 +302,21 @@ def _size_text(size) -> str:
 
 
 # -- demo -----------------------------------------------------------------------------------
+def _envs_that_fit(game_id: str, num_envs: int) -> int:
+    """``num_envs``, or fewer where the game's state for so many would take more than a
+    quarter of the memory available (a game whose planner keeps megabytes of scratch per env)."""
+    from vecsim.core import buffers
+    from vecsim.engine.engine import build_params
+
+    available = buffers.available_memory()
+    if available is None:
+        return num_envs
+    game = vecsim.resolve(game_id)
+    _, _, scalar = build_params(game, 1, np.float64, {})
+    per_env = buffers.state_bytes_per_env(game.allocate_state(1, np.float64, scalar))
+    return int(max(1, min(num_envs, available // 4 // max(per_env, 1))))
+
+
 def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):
     """Random play of one game for ``seconds``: (steps/s, episodes finished, frames)."""
     import gymnasium
@@ -400,10 +415,11 @@ def cmd_demo(args) -> int:
     compile_wall = time.perf_counter() - total_start
     rows, frames_by_game = [], {}
     for game_id in games:
-        progress.show(f"playing {_short(game_id)} with {args.num_envs} envs")
-        rate, episodes, frames = _run_game(game_id, args.num_envs, args.seconds, args.frames)
+        num_envs = _envs_that_fit(game_id, args.num_envs)
+        progress.show(f"playing {_short(game_id)} with {num_envs} envs")
+        rate, episodes, frames = _run_game(game_id, num_envs, args.seconds, args.frames)
         frames_by_game[game_id] = frames
-        rows.append([_short(game_id), args.num_envs, bench.format_rate(rate), episodes, f"{compile_s[game_id]:.1f}"])
+        rows.append([_short(game_id), num_envs, bench.format_rate(rate), episodes, f"{compile_s[game_id]:.1f}"])
         progress.advance()
     agent_lines = []
     for game_id in games:
@@ -801,7 +817,8 @@ def cmd_bench(args) -> int:
               f"vecsim step = VecsimVectorEnv.step (copy=True); step_no_reset = Engine.step_no_reset + reset_envs; "
               f"gym vector = Gymnasium's vector_entry_point env; "
               f"gym sync = SyncVectorEnv (num_envs <= {bench.SYNC_MAX_ENVS}).\n"
-              f"x vs gymnasium = vecsim step / the fastest Gymnasium implementation at the same num_envs.")
+              f"x vs gymnasium = vecsim step / the fastest Gymnasium implementation at the same num_envs.\n"
+              f"- = does not apply, or the batch's state would not fit in the memory available.")
         if not with_envpool:
             print("EnvPool: not installed, left out.")
         if operant:

@@ -70,9 +70,11 @@ Arguments
     ``max_frames`` may differ per env, and ``engine.reset_envs(mask, seed, level=...,
     speed=...)`` sets them for the envs it resets.
 Memory
-    Decision mode keeps the planner's scratch in each env's rows of the state: about 7.5 MB
-    of zeroed address space an env (the search's visited bitmap at the slowest gravity and its
-    node arrays), of which a search touches what it visits (about 1.5 MB at level 10, medium).
+    Decision mode keeps the planner's scratch in each env's rows of the state: about 7.6 MB
+    an env (the search's visited bitmap at the slowest gravity and its node arrays), most of
+    it resident once the env has planned (the kernel maps it in large pages). A batch that
+    would not fit in the memory available is refused with ``MemoryError`` at construction;
+    ``mode="frame"`` keeps under 2 KB an env.
 Version History
     v0: first version.
 """

@@ -279,8 +279,12 @@ def steps_per_second(step: Callable[[], object], num_envs: int, seconds: float =
 
 def measure(impl: str, game_id: str, num_envs: int, precision: str = "float64", seconds: float = 1.0,
             repeats: int = 3) -> float | None:
-    """Steps per second of ``impl`` on a game and batch size, or ``None`` where it does not apply."""
-    runner = make_runner(impl, game_id, num_envs, precision)
+    """Steps per second of ``impl`` on a game and batch size, or ``None`` where it does not apply
+    (or the batch would not fit in the memory available)."""
+    try:
+        runner = make_runner(impl, game_id, num_envs, precision)
+    except MemoryError:
+        return None
     if runner is None:
         return None
     with runner:
@@ -369,8 +373,11 @@ def make_variant_runner(impl: str, game_id: str, num_envs: int) -> Runner | None
 
 def measure_variant(impl: str, game_id: str, num_envs: int, seconds: float = 1.0, repeats: int = 3) -> float | None:
     """Steps per second of one implementation of a game's variant table, or ``None`` where it
-    is not installed."""
-    runner = make_variant_runner(impl, game_id, num_envs)
+    is not installed or the batch would not fit in the memory available."""
+    try:
+        runner = make_variant_runner(impl, game_id, num_envs)
+    except MemoryError:
+        return None
     if runner is None:
         return None
     with runner:

@@ -79,3 +79,21 @@ def full(shape, fill_value, dtype, order: str = "C") -> np.ndarray:
 def ones(shape, dtype, order: str = "C") -> np.ndarray:
     """``np.ones(shape, dtype, order)``, placed as ``zeros`` places it."""
     return full(shape, 1, dtype, order)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the system can give a process now (Linux's ``MemAvailable``), or
+    ``None`` where it is not known."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def state_bytes_per_env(state) -> int:
+    """Bytes a structure-of-arrays state holds per env (its arrays' leading axis)."""
+    return sum(arr.nbytes // max(arr.shape[0], 1) for arr in state)

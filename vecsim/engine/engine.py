@@ -120,6 +120,19 @@ class FinishedEnvError(ValueError):
         super().__init__(f"env {env} finished its episode (terminated={terminated}, truncated={truncated}); {remedy}")
 
 
+def check_state_fits(game: GameSpec, num_envs: int, one_env_state) -> None:
+    """Raise ``MemoryError`` naming the sizes when ``num_envs`` envs of the state that
+    ``one_env_state`` (a 1-env state) shows would not fit in the memory available now: a clear
+    error instead of a process the system kills while the kernels fill the pages."""
+    per_env = placed.state_bytes_per_env(one_env_state)
+    available = placed.available_memory()
+    if available is not None and per_env * num_envs > available:
+        raise MemoryError(f"{game.name} with these constants keeps {per_env / 1e6:.2f} MB of state per env: "
+                          f"num_envs={num_envs} needs {per_env * num_envs / 1e9:.1f} GB, more than the "
+                          f"{available / 1e9:.1f} GB of memory available; use fewer envs (at most "
+                          f"{available // max(per_env, 1)})")
+
+
 def compiled_entry(dispatcher, *args):
     """The compiled function of the Numba ``dispatcher`` for the types of ``args``, which skips
     the dispatcher's typing of every argument on each call; the dispatcher itself where that
@@ -320,6 +333,7 @@ class Engine:
             obs_space = spaces.flatten_space(obs_space)
         self.obs_dim = int(np.prod(obs_space.shape))
         self.obs_dtype = obs_space.dtype
+        check_state_fits(game, n, game.allocate_state(1, self._float, self.params_scalar))
         self.state = game.allocate_state(n, self._float, self.params_scalar)
         #: The game's event names, then the engine's ``invalid_action`` where the mask is binding.
         self.event_names = engine_event_names(game)
