@@ -18,6 +18,22 @@ _FUSED: dict = {}
 _FUSED_LOCK = threading.Lock()
 
 
+def _named_for(key: tuple):
+    """A decorator giving a function that a factory here makes a qualified name spelling
+    ``key``, the factory's cache key, before Numba compiles it.
+
+    Numba names a compiled function's symbol after its module, qualified name, argument types,
+    flags and a per-process counter. Two closures of one factory (a Tetris reset that writes
+    its mask with the planner, and one without) compiled by two processes can thus get the same
+    symbol, and a process that loads both kernels from the cache runs the first one loaded for
+    both (LLVM merges same-named weak symbols)."""
+    def rename(fn):
+        fn.__qualname__ = f"{fn.__qualname__}[{','.join(str(part) for part in key)}]"
+        return fn
+
+    return rename
+
+
 def _inline_copy(fn, opts: dict):
     """A copy of the njit function ``fn`` compiled with ``opts`` and ``inline="always"``."""
     return njit(**dict(opts, inline="always"))(fn.py_func)
@@ -81,6 +97,7 @@ def _refusal(game_module, opts: dict):
     n_events = len(getattr(game_module, "EVENTS", ()))
 
     @njit(**dict(opts, inline="always"))
+    @_named_for((game_module.__name__,))
     def refused(p, i, actions, events, masks):
         if enforce(p, i) and not masks[i, actions[i]]:
             for k in range(n_events):
@@ -121,9 +138,10 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
 
             refused = _refusal(game_module, opts) if flag_invalid else _never_refused
             if telemetry:
-                fused = njit(**opts)(_step_with_ring(step, write_obs, mask, refused))
+                fused = njit(**opts)(_named_for(key)(_step_with_ring(step, write_obs, mask, refused)))
             elif _has_mask(game_module, mask_name):
                 @njit(**opts)
+                @_named_for(key)
                 def fused(s, p, i, actions, events, rng, obs, masks):
                     if refused(p, i, actions, events, masks):
                         reward, terminated = 0.0, False
@@ -137,6 +155,7 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
                     return reward, terminated
             else:  # no branch in a step loop that vectorises
                 @njit(**opts)
+                @_named_for(key)
                 def fused(s, p, i, actions, events, rng, obs, masks):
                     reward, terminated = step(s, p, i, actions, events, rng)
                     write_obs(s, p, i, obs)
@@ -164,6 +183,7 @@ def pre_step_draft_run(game_module, precision: str):
             draft = _inline_copy(game_module.pre_step_draft_env, opts)
 
             @njit(**opts)
+            @_named_for(key)
             def run(s, p, lo, hi, actions):
                 for i in range(lo, hi):
                     draft(s, p, np.uint64(i), actions)
@@ -217,6 +237,7 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
             refused = _refusal(game_module, opts) if flag_invalid else _never_refused
 
             @njit(**opts)
+            @_named_for(key)
             def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, masks, elapsed, rewards, term,
                     trunc, needs_reset, was_done):
                 for i in range(lo, hi):
@@ -266,9 +287,10 @@ def _step_run_with_telemetry(game_module, step_name: str, precision: str, mask_n
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
             refused = _refusal(game_module, opts) if flag_invalid else _never_refused
-            one = njit(**dict(opts, inline="always"))(_step_with_ring(step, write_obs, mask, refused))
+            one = njit(**dict(opts, inline="always"))(_named_for(key)(_step_with_ring(step, write_obs, mask, refused)))
 
             @njit(**opts)
+            @_named_for(key)
             def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, masks, elapsed, rewards, term,
                     trunc, needs_reset, was_done, ring):
                 for i in range(lo, hi):
@@ -304,6 +326,7 @@ def reset_and_write(game_module, mask_name: str = "write_mask"):
             mask = _inline_copy(contract_function(game_module, mask_name), opts)
 
             @njit(**opts)
+            @_named_for(key)
             def fused(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks,
                       final_obs, same_step):
                 if same_step:
