@@ -552,3 +552,61 @@ def test_render_rgb_and_text(env_id, engines):
     assert np.any(img != img[0, 0]), "more than one colour"
     text = eng.render_text(0)
     assert isinstance(text, str) and text.strip()
+
+
+#: The state fields in the order of the Gymnasium env's ``state``.
+GYMNASIUM_STATE = {
+    "CartPole-v1": ("x", "x_dot", "theta", "theta_dot"),
+    "MountainCar-v0": ("position", "velocity"),
+    "MountainCarContinuous-v0": ("position", "velocity"),
+    "Pendulum-v1": ("theta", "theta_dot"),
+    "Acrobot-v1": ("theta1", "theta2", "dtheta1", "dtheta2"),
+}
+
+
+def _ink(img: np.ndarray) -> np.ndarray:
+    """The pixels dark enough to be drawn lines and shapes rather than anti-aliased fringes."""
+    return np.any(img < 160, axis=2)
+
+
+def _within_a_pixel(mask: np.ndarray) -> np.ndarray:
+    near = mask.copy()
+    near[1:] |= mask[:-1]
+    near[:-1] |= mask[1:]
+    near[:, 1:] |= near[:, :-1].copy()
+    near[:, :-1] |= near[:, 1:].copy()
+    return near
+
+
+def _agreement(a: np.ndarray, b: np.ndarray) -> float:
+    """The smaller of the shares of each image's ink that lies within a pixel of the other's."""
+    ink_a, ink_b = _ink(a), _ink(b)
+    return min((ink_a & _within_a_pixel(ink_b)).sum() / ink_a.sum(), (ink_b & _within_a_pixel(ink_a)).sum() / ink_b.sum())
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_render_rgb_draws_gymnasiums_scene(env_id, engines):
+    """The picture is Gymnasium's (its pygame renderer, given the same state) up to
+    anti-aliasing: at least 98% of either image's ink lies within a pixel of the other's, while
+    moving the first state variable by 0.05 (three pixels of CartPole's cart) falls below."""
+    eng = engines(env_id)
+    eng.reset(seed=11)
+    env = gymnasium.make(env_id, render_mode="rgb_array")
+    env.reset(seed=0)
+    scene = env.unwrapped
+    try:
+        for _ in range(4):
+            for _ in range(6):
+                eng.step(eng.zero_actions())
+            for i in range(0, K, 3):
+                state = np.array([getattr(eng.state, name)[i] for name in GYMNASIUM_STATE[env_id]])
+                if env_id == "Pendulum-v1":
+                    scene.last_u = None  # zero torque: no arrow in either picture
+                scene.state = state
+                ours, gymnasiums = eng.render_rgb(i), scene.render()
+                assert ours.shape == gymnasiums.shape
+                assert _agreement(ours, gymnasiums) >= 0.98, (env_id, state)
+                scene.state = state + np.eye(len(state))[0] * 0.05
+                assert _agreement(ours, scene.render()) < 0.98, (env_id, state)
+    finally:
+        env.close()
