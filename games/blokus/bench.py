@@ -16,11 +16,14 @@ environment); its raw API (``PyBlokus``: observe, read ``action_mask``, step) is
 same run, one game after another, for the side-by-side ratio.
 
 ``--env-level`` times the same random legal play through the Gymnasium ``VectorEnv`` of
-``vecsim/Blokus-v0`` in selfplay mode (NEXT_STEP, the mask read from ``info["action_mask"]``):
-``copy=True`` (new arrays every step, what a trainer keeping references needs) at 16 and 256
-envs, and at 256 ``copy=False`` (views read in place) and the packed mask
-(``mask_format="packed"``, unpacked by the chooser), each with 1 and 2 Numba threads (a fresh
-process each, ``NUMBA_NUM_THREADS``); the loop's rate and ``env.step``'s alone.
+``vecsim/Blokus-v0`` in selfplay mode (NEXT_STEP), each env's action drawn uniformly from its
+whole mask as read from ``info["action_mask"]`` (``choose_legal``: the row's legal actions
+counted, then the drawn one found; ``choose_legal_packed`` reads the packed mask's bits
+without unpacking): at 16 and 256 envs, ``copy=True`` (new arrays every step, what a trainer
+keeping references needs) and ``copy=False`` (views read in place), the bool and the packed
+mask (``mask_format="packed"``), each with 1 and 2 Numba threads (a fresh process each,
+``NUMBA_NUM_THREADS``); the loop's rate and ``env.step``'s alone. blokus-rl's side reads its
+whole ``int8`` mask every move too (``flatnonzero``, then a uniform pick).
 
 ``--sb3`` times ``SB3VecEnv.step`` against the VectorEnv's at 64 selfplay envs, with and
 without the masks fetched as MaskablePPO fetches them.
@@ -35,7 +38,7 @@ import time
 
 import numpy as np
 
-from vecsim.core.bits import popcount
+from vecsim.core.bits import ctz, popcount
 from vecsim.core.jit import exact
 from vecsim.core.rng import randint, seed_env
 from vecsim.games.blokus import board, rules
@@ -72,6 +75,45 @@ def _nth_true(mask, k):
                 return a
             k -= 1
     return -1
+
+
+@exact
+def _nth_set_bit(packed, k):
+    """Index of the ``k``-th set bit (from 0) of a packed row (action ``a`` at bit ``a % 8`` of
+    byte ``a // 8``), skipping whole bytes by their popcount."""
+    for j in range(packed.shape[0]):
+        byte = np.int64(packed[j])
+        c = popcount(byte)
+        if k < c:
+            for _ in range(k):
+                byte &= byte - 1
+            return 8 * j + ctz(byte)
+        k -= c
+    return -1
+
+
+@exact
+def choose_legal(masks, rng, actions):
+    """A uniform legal action for each row of ``masks`` (``(N, A)`` bool, C-contiguous), drawn
+    from env ``i``'s stream of ``rng`` (``(N, 2)`` uint64) into ``actions`` (``(N,)`` int64):
+    the row's legal actions counted a word at a time, then the drawn one found by reading
+    the row again up to it. An all-False row gets action 0."""
+    for i in range(masks.shape[0]):
+        n = _count_true(masks[i])
+        actions[i] = _nth_true(masks[i], randint(rng, i, n)) if n > 0 else 0
+    return actions
+
+
+@exact
+def choose_legal_packed(packed, rng, actions):
+    """``choose_legal`` for packed masks (``(N, ceil(A / 8))`` uint8, ``mask_format="packed"``):
+    the bits of each row counted, then the drawn one found, without unpacking."""
+    for i in range(packed.shape[0]):
+        n = 0
+        for j in range(packed.shape[1]):
+            n += popcount(np.int64(packed[i, j]))
+        actions[i] = _nth_set_bit(packed[i], randint(rng, i, n)) if n > 0 else 0
+    return actions
 
 
 @exact
@@ -179,21 +221,20 @@ import sys, time
 import gymnasium as gym
 import numpy as np
 import vecsim
+from vecsim.core.rng import seed_env
+from vecsim.games.blokus.bench import choose_legal, choose_legal_packed
 n, seconds, copy, fmt = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "copy", sys.argv[4]
 env = gym.make_vec("vecsim/Blokus-v0", num_envs=n, vectorization_mode="vector_entry_point", copy=copy,
                    mask_format=fmt)
 obs, info = env.reset(seed=0)
-n_actions = env.single_action_space.n
-keys = np.random.default_rng(0).integers(1, 256, size=(n, n_actions), dtype=np.uint8)
-product, actions = np.empty_like(keys), np.zeros(n, np.int64)
+choose = choose_legal_packed if fmt == "packed" else choose_legal
+rng, actions = np.zeros((n, 2), np.uint64), np.zeros(n, np.int64)
+for i in range(n):
+    seed_env(rng, i, i)
 stepping = 0.0
 def step():
     global obs, info, stepping
-    mask = info["action_mask"]
-    if fmt == "packed":
-        mask = np.unpackbits(mask, axis=1, count=n_actions, bitorder="little")
-    np.multiply(keys, mask.view(np.uint8), out=product)  # a random legal move per env
-    product.argmax(axis=1, out=actions)
+    choose(info["action_mask"], rng, actions)  # a uniform legal move per env, its whole mask read
     t = time.perf_counter()
     obs, r, term, trunc, info = env.step(actions)
     stepping += time.perf_counter() - t
@@ -207,8 +248,7 @@ print(steps * n / (time.perf_counter() - t0), steps * n / stepping)
 """
 
 #: (num_envs, copy, mask_format) of the VectorEnv rows, each timed with 1 and 2 Numba threads.
-ENV_LEVEL_ROWS = ((16, True, "bool"), (256, True, "bool"), (256, False, "bool"), (256, True, "packed"),
-                  (256, False, "packed"))
+ENV_LEVEL_ROWS = tuple((n, copy, fmt) for n in (16, 256) for fmt in ("bool", "packed") for copy in (True, False))
 
 
 def env_level(seconds: float) -> dict:

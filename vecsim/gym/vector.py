@@ -246,15 +246,22 @@ class VecsimVectorEnv(VectorEnv):
         return self._obs_out(), self._base_info()
 
     def _masked_info(self, mask: np.ndarray) -> dict:
-        """Info of a masked reset: as Gymnasium's, only the reset envs' entries (zeros
-        elsewhere, ``_key`` = the mask)."""
-        copy, self.copy = self.copy, True
+        """The info of the envs in ``mask`` only, in new arrays: each key's rows of those envs,
+        zeros elsewhere, ``_key`` = the mask (Gymnasium's info of a masked reset, and its
+        ``final_info``). Only the masked rows are copied: the zeros are fresh pages, so a batch
+        with a large mask pays for the few envs that finished, not for the whole batch."""
+        copy, self.copy = self.copy, False
         try:
-            info = self._base_info()
+            views = self._base_info()
         finally:
             self.copy = copy
-        for key in [k for k in info if not k.startswith("_")]:
-            info[key][~mask] = 0
+        info = {}
+        for key, value in views.items():
+            if key.startswith("_"):
+                continue
+            rows = np.zeros(value.shape, value.dtype)
+            rows[mask] = value[mask]
+            info[key] = rows
             info[f"_{key}"] = mask.copy()
         return info
 
@@ -313,18 +320,7 @@ class VecsimVectorEnv(VectorEnv):
         if not done.any():
             return self._base_info()
         final_obs = self._final_obs(eng.obs, done)
-        copy, self.copy = self.copy, True
-        try:
-            terminal = self._base_info()
-        finally:
-            self.copy = copy
-        final_info = {}
-        for key, value in terminal.items():
-            if key.startswith("_"):
-                continue
-            value[~done] = 0  # Gymnasium's final_info holds zeros for envs that did not finish
-            final_info[key] = value
-            final_info[f"_{key}"] = done.copy()
+        final_info = self._masked_info(done)  # Gymnasium's final_info: zeros for envs that did not finish
         flags = (eng.rewards.copy(), eng.terminals.copy(), eng.truncations.copy())
         eng.reset_envs(done)
         # The step's own reward and flags stay in the returned arrays (reset cleared them).

@@ -1,0 +1,50 @@
+"""The Blokus bench's choosers: a uniform legal action per mask row, from the bool or the
+packed mask alike."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vecsim.core.rng import seed_env
+from vecsim.engine.packed_masks import pack_mask_rows, packed_width
+from vecsim.games.blokus.bench import choose_legal, choose_legal_packed
+
+
+def _streams(n, seed=0):
+    rng = np.zeros((n, 2), np.uint64)
+    for i in range(n):
+        seed_env(rng, i, seed + i)
+    return rng
+
+
+def _masks(n, n_actions, density, seed=0):
+    return np.random.default_rng(seed).random((n, n_actions)) < density
+
+
+def test_choosers_pick_a_legal_action_and_agree_on_the_packed_mask():
+    masks = _masks(6, 1003, 0.01)  # a length that is no multiple of 8 or 64
+    masks[0] = False
+    masks[0, 1002] = True  # the only legal action is the row's last
+    masks[1] = False
+    masks[1, 0] = True
+    packed = np.zeros((6, packed_width(1003)), np.uint8)
+    pack_mask_rows(masks, packed)
+    rng_bool, rng_packed = _streams(6), _streams(6)
+    for _ in range(50):
+        a = choose_legal(masks, rng_bool, np.zeros(6, np.int64))
+        b = choose_legal_packed(packed, rng_packed, np.zeros(6, np.int64))
+        np.testing.assert_array_equal(a, b)
+        assert masks[np.arange(6), a].all()
+        assert a[0] == 1002 and a[1] == 0
+
+
+def test_choose_legal_is_uniform_over_the_legal_actions():
+    mask = np.zeros((1, 200), np.bool_)
+    legal = np.array([3, 64, 65, 127, 199])
+    mask[0, legal] = True
+    rng, actions = _streams(1, seed=7), np.zeros(1, np.int64)
+    counts = dict.fromkeys(legal.tolist(), 0)
+    for _ in range(5000):
+        counts[int(choose_legal(mask, rng, actions)[0])] += 1
+    assert sum(counts.values()) == 5000
+    assert all(abs(c - 1000) < 150 for c in counts.values()), counts  # each 1000 +- 4.3 sigma
