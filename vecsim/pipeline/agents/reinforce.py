@@ -49,7 +49,7 @@ class Reinforce(CategoricalAgent):
         if size is not None and (not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1):
             raise ValueError(f"minibatch_size must be None or an int >= 1, but got minibatch_size={size!r}")
 
-    def _samples(self, batch) -> slice | np.ndarray:
+    def step_samples(self, batch) -> slice | np.ndarray:
         """The samples (indices into the flattened ``(T * n,)`` batch) of this cycle's step."""
         size = batch.num_steps * batch.num_envs
         if self.minibatch_size is None:
@@ -63,7 +63,7 @@ class Reinforce(CategoricalAgent):
     def learn(self, params, opt_state, batch):
         T, n = batch.num_steps, batch.num_envs
         rewards = returns.bootstrapped_rewards(batch, self.gamma, lambda o: self.value(params, o))
-        mb = self._samples(batch)
+        mb = self.step_samples(batch)
         g = returns.discounted_returns(rewards, batch.dones, self.value(params, batch.observations[T]),
                                        self.gamma).reshape(-1)[mb]
         x = self.features(batch.observations[:T].reshape(T * n, -1)[mb])
