@@ -17,7 +17,7 @@ def test_bench_pipeline_measures_every_cell_both_ways_and_reports_the_ratio(monk
     def fake_run(impl, num_envs, mode, num_actors, cycles, steps_per_cycle=pipeline.STEPS_PER_CYCLE, learner="step"):
         calls.append((impl, num_envs, mode, num_actors, learner))
         return types.SimpleNamespace(steps_per_second=150.0 if mode == pipeline.PIPELINED else 100.0,
-                                     cycles=cycles, seconds=0.03 * cycles, learn_seconds=0.02 * cycles)
+                                     cycles=cycles, seconds=0.03 * cycles, learn_seconds=0.02 * cycles), 1.25
 
     monkeypatch.setattr(pipeline, "run_metrics", fake_run)
     out = tmp_path / "pipeline.json"
@@ -31,6 +31,7 @@ def test_bench_pipeline_measures_every_cell_both_ways_and_reports_the_ratio(monk
     assert "1.50x" in text and "pipelined steps/s" in text
     # milliseconds per cycle acting and learning, from the synchronous runs
     assert "learning ms/cycle" in text and "20.0" in text and "10.0" in text
+    assert "pipelined cores" in text and "1.25" in text
     results = json.loads(out.read_text())["results"]
     assert [r["ratios"] for r in results] == [[1.5, 1.5]] * 6
 

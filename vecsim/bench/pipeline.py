@@ -91,7 +91,9 @@ def make_agent(impl: str, learner: str = "step", num_envs: int | None = None):
 
 def run_metrics(impl: str, num_envs: int, mode: str, num_actors: int, cycles: int,
                 steps_per_cycle: int = STEPS_PER_CYCLE, learner: str = "step"):
-    """``PipelineMetrics`` of ``Pipeline.run(cycles)`` after a warm-up run of 2 cycles."""
+    """``(metrics, cores)``: the ``PipelineMetrics`` of ``Pipeline.run(cycles)`` after a warm-up
+    run of 2 cycles, and the cores the process got meanwhile (its CPU seconds, every thread's, per
+    wall-clock second: a pipelined run that gets no second core cannot overlap anything)."""
     from vecsim.pipeline import Pipeline
 
     agent = make_agent(impl, learner, num_envs)
@@ -99,13 +101,15 @@ def run_metrics(impl: str, num_envs: int, mode: str, num_actors: int, cycles: in
     with Pipeline(GAME, num_envs, agent, params=params, opt_state=opt_state, num_actors=num_actors,
                   steps_per_cycle=steps_per_cycle, mode=mode) as loop:
         loop.run(2)
-        return loop.run(cycles)
+        cpu = time.process_time()
+        metrics = loop.run(cycles)
+        return metrics, (time.process_time() - cpu) / metrics.seconds
 
 
 def steps_per_second(impl: str, num_envs: int, mode: str, num_actors: int, cycles: int,
                      steps_per_cycle: int = STEPS_PER_CYCLE, learner: str = "step") -> float:
     """Env steps per second of ``Pipeline.run(cycles)`` after a warm-up run of 2 cycles."""
-    return run_metrics(impl, num_envs, mode, num_actors, cycles, steps_per_cycle, learner).steps_per_second
+    return run_metrics(impl, num_envs, mode, num_actors, cycles, steps_per_cycle, learner)[0].steps_per_second
 
 
 def configurations(sizes, actors, impls, learners=("step",)):
@@ -120,7 +124,7 @@ def measure(sizes=NUM_ENVS, actors=ACTORS, impls=("numpy",), rounds: int = 5, cy
     """Every cell ``rounds`` times, interleaved; a list of dicts with the rates of each round."""
     cells = configurations(sizes, actors, impls, learners)
     results = [{"impl": i, "learner": lr, "num_envs": n, "num_actors": a, SYNCHRONOUS: [], PIPELINED: [],
-                "acting_ms": [], "learning_ms": []} for i, lr, n, a in cells]
+                "acting_ms": [], "learning_ms": [], "pipelined_cores": []} for i, lr, n, a in cells]
     for r in range(rounds):
         for cell in results:
             # the synchronous loop runs on one actor (one engine over every env), as a plain loop would
@@ -130,9 +134,11 @@ def measure(sizes=NUM_ENVS, actors=ACTORS, impls=("numpy",), rounds: int = 5, cy
                     progress(f"round {r + 1}/{rounds}: {cell['impl']} num_envs={cell['num_envs']} "
                              f"actors={cell['num_actors']} {mode}")
                 actors_used = 1 if mode == SYNCHRONOUS else cell["num_actors"]
-                metrics = run_metrics(cell["impl"], cell["num_envs"], mode, actors_used, cycles,
-                                      learner=cell["learner"])
+                metrics, cores = run_metrics(cell["impl"], cell["num_envs"], mode, actors_used, cycles,
+                                             learner=cell["learner"])
                 cell[mode].append(metrics.steps_per_second)
+                if mode == PIPELINED:
+                    cell["pipelined_cores"].append(cores)
                 if mode == SYNCHRONOUS:
                     cell["learning_ms"].append(1e3 * metrics.learn_seconds / metrics.cycles)
                     cell["acting_ms"].append(1e3 * (metrics.seconds - metrics.learn_seconds) / metrics.cycles)
@@ -148,9 +154,11 @@ def table(results: list) -> str:
         rows.append([cell["impl"], cell["learner"], cell["num_envs"], cell["num_actors"],
                      f"{statistics.median(cell['acting_ms']):.1f}", f"{statistics.median(cell['learning_ms']):.1f}",
                      format_rate(statistics.median(cell[SYNCHRONOUS])), format_rate(statistics.median(cell[PIPELINED])),
+                     f"{statistics.median(cell['pipelined_cores']):.2f}",
                      f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}-{max(ratios):.2f}"])
     return format_table(["inference", "learner", "num_envs", "actor threads", "acting ms/cycle", "learning ms/cycle",
-                         "synchronous steps/s", "pipelined steps/s", "ratio (median)", "ratio range"], rows)
+                         "synchronous steps/s", "pipelined steps/s", "pipelined cores", "ratio (median)",
+                         "ratio range"], rows)
 
 
 def blas_limit(threads: int | None):
@@ -176,7 +184,8 @@ def describe(cycles: int, rounds: int, blas_threads, torch_threads) -> str:
     return (f"vecsim/CartPole-v1, steps_per_cycle={STEPS_PER_CYCLE}, policy MLP {len(HIDDEN)}x{HIDDEN[0]} (tanh) run by "
             f"the actors; learner step = a gradient step on the whole batch, minibatch = a gradient step on "
             f"{MINIBATCH_STEPS} x num_envs samples of it, none = acting alone; ms per cycle acting and learning "
-            f"from the synchronous runs; env steps/s of Pipeline.run over {cycles} cycles, median of "
+            f"from the synchronous runs; pipelined cores = the process's CPU seconds per second during the "
+            f"pipelined runs; env steps/s of Pipeline.run over {cycles} cycles, median of "
             f"{rounds} interleaved rounds. synchronous = mode='synchronous' with one engine over every env; pipelined "
             f"= actor threads over slices of the envs, the learner in the calling thread. BLAS threads: "
             f"{blas_threads or 'as they were'}; torch threads: {torch_threads or 'as they were'}.")
