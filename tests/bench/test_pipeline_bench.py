@@ -36,8 +36,14 @@ def test_bench_pipeline_measures_every_cell_both_ways_and_reports_the_ratio(monk
     assert [r["ratios"] for r in results] == [[1.5, 1.5]] * 6
 
 
-def test_the_minibatch_learner_steps_on_a_sixth_of_each_batch():
+def test_the_minibatch_learner_steps_on_16_samples_per_env_and_cycle():
     agent = pipeline.make_agent("numpy", "minibatch", 16)
     assert agent.minibatch_size == pipeline.MINIBATCH_STEPS * 16
     with pytest.raises(ValueError, match="impl='torch'"):
         pipeline.make_agent("torch", "minibatch", 16)
+
+
+def test_acting_cost_is_cpu_time_per_step_of_acting_alone(capsys):
+    assert 0 < pipeline.acting_cpu_per_step((4,), 2, cycles=1, repeats=1) < 1e5
+    assert pipeline.main(["--acting-cost", "--num-envs", "2"]) == 0
+    assert "CPU us per step" in capsys.readouterr().out

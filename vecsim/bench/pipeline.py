@@ -112,6 +112,26 @@ def steps_per_second(impl: str, num_envs: int, mode: str, num_actors: int, cycle
     return run_metrics(impl, num_envs, mode, num_actors, cycles, steps_per_cycle, learner)[0].steps_per_second
 
 
+def acting_cpu_per_step(hidden: tuple, num_envs: int, cycles: int = 5, repeats: int = 7) -> float:
+    """CPU microseconds per step of a synchronous acting-only run (``time.thread_time``: the
+    calling thread's, so other programs' load counts little), the best of ``repeats`` runs of
+    ``cycles`` cycles, with a policy MLP of ``hidden`` widths."""
+    from vecsim.pipeline import Pipeline
+    from vecsim.pipeline.agents import Reinforce
+
+    agent = ActingOnly(Reinforce.for_env(GAME, hidden=tuple(hidden)))
+    params, opt_state = agent.init()
+    best = float("inf")
+    with Pipeline(GAME, num_envs, agent, params=params, opt_state=opt_state, num_actors=1,
+                  steps_per_cycle=STEPS_PER_CYCLE, mode=SYNCHRONOUS) as loop:
+        loop.run(2)
+        for _ in range(repeats):
+            start = time.thread_time()
+            loop.run(cycles)
+            best = min(best, (time.thread_time() - start) / (cycles * STEPS_PER_CYCLE))
+    return 1e6 * best
+
+
 def configurations(sizes, actors, impls, learners=("step",)):
     """``(impl, learner, num_envs, num_actors)`` cells; each is measured synchronous and pipelined.
     The minibatch learner is NumPy's alone."""
@@ -204,6 +224,9 @@ def main(argv=None) -> int:
     parser.add_argument("--blas-threads", type=int, help="limit BLAS (OpenBLAS, MKL) to N threads (threadpoolctl)")
     parser.add_argument("--torch-threads", type=int, help="torch.set_num_threads for the torch cells")
     parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument("--acting-cost", action="store_true",
+                        help="instead: CPU us per step of synchronous acting alone, with a 1x8 policy (the loop's own "
+                             "cost) and the benchmark's, at each --num-envs")
     args = parser.parse_args(argv)
     for name in ("rounds", "cycles"):
         if getattr(args, name) < 1:
@@ -212,6 +235,12 @@ def main(argv=None) -> int:
         import torch
 
         torch.set_num_threads(args.torch_threads)
+    if args.acting_cost:
+        with blas_limit(args.blas_threads):
+            rows = [[f"{len(h)}x{h[0]}", n, f"{acting_cpu_per_step(h, n):.1f}"] for h in ((8,), HIDDEN)
+                    for n in args.num_envs]
+        print(format_table(["policy MLP", "num_envs", "CPU us per step"], rows))
+        return 0
     start, load_before = time.perf_counter(), load_average()
     with blas_limit(args.blas_threads):
         results = measure(args.num_envs, args.actors, args.impls, args.rounds, args.cycles, learners=args.learners,
