@@ -1,6 +1,6 @@
 """The actor-learner loop's throughput (``vecsim.bench.pipeline``): CartPole, ``steps_per_cycle=100``,
-a 5x200 policy MLP run by the actors, synchronous against pipelined, with a gradient step per
-batch and acting alone."""
+a 5x200 policy MLP run by the actors, synchronous against pipelined, with a gradient step on the
+whole batch, one on a minibatch of it, and acting alone."""
 
 from __future__ import annotations
 

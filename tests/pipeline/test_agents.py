@@ -1,5 +1,6 @@
 """The example agents' parts against naive references: gradients by finite differences,
-returns by their definitions, draws independent of slicing; the torch agent through the loop."""
+returns by their definitions, draws independent of slicing and equal to their NumPy
+definition, minibatch steps; the torch agent through the loop."""
 
 from __future__ import annotations
 
@@ -151,3 +152,87 @@ def test_torch_agent_through_the_same_protocol():
     assert metrics.cycles == 3 and len(metrics.learner) == 3
     assert not torch.equal(loop.params["pi.0.weight"], params["pi.0.weight"])  # published snapshots, not the module
     assert torch.get_num_threads() == threads
+
+
+def one_batch(agent, num_envs=8, steps_per_cycle=16):
+    """A batch that ``agent`` acted, and the initial parameters and optimiser state."""
+    params, opt_state = agent.init()
+    batches = []
+
+    class Recorder:
+        initial_actor_state = agent.initial_actor_state
+        act = agent.act
+
+        def learn(self, params, opt_state, batch):
+            batches.append(batch)
+            return params, opt_state, None
+
+    with Pipeline("vecsim/CartPole-v1", num_envs, Recorder(), params=params, steps_per_cycle=steps_per_cycle,
+                  mode="synchronous") as loop:
+        loop.run(1)
+    return batches[0], params, opt_state
+
+
+def test_a_minibatch_step_reads_only_its_samples_of_the_batch():
+    agent = Reinforce.for_env("vecsim/CartPole-v1", hidden=(16,), minibatch_size=32)
+    batch, params, opt_state = one_batch(agent)
+    chosen = agent.step_samples(batch)
+    assert len(chosen) == 32 and len(np.unique(chosen)) == 32 and chosen.max() < 16 * 8
+    expected, _, metrics = agent.learn(params, opt_state, batch)
+    # every other sample's observation unreadable: the step must not change
+    T = batch.num_steps
+    flat = batch.observations[:T].reshape(T * batch.num_envs, -1)
+    others = np.setdiff1d(np.arange(len(flat)), chosen)
+    flat[others] = np.nan
+    got, _, _ = agent.learn(params, opt_state, batch)
+    for name in ("pi", "v"):
+        for a, b in zip(expected[name], got[name]):
+            np.testing.assert_array_equal(a, b)
+            assert np.isfinite(a).all()
+    assert np.isfinite(metrics["policy_loss"])
+
+
+def test_minibatches_differ_between_cycles_and_none_takes_the_whole_batch():
+    agent = Reinforce.for_env("vecsim/CartPole-v1", hidden=(16,), minibatch_size=32)
+    batch, _, _ = one_batch(agent)
+    first = agent.step_samples(batch)
+    batch.cycle += 1
+    assert not np.array_equal(first, agent.step_samples(batch))
+    whole = Reinforce.for_env("vecsim/CartPole-v1", hidden=(16,))
+    assert whole.step_samples(batch) == slice(None)
+
+
+def test_minibatch_size_is_checked():
+    with pytest.raises(ValueError, match="minibatch_size must be None or an int >= 1, but got minibatch_size=0"):
+        Reinforce(obs_dim=4, num_actions=2, minibatch_size=0)
+    agent = Reinforce.for_env("vecsim/CartPole-v1", hidden=(16,), minibatch_size=500)
+    batch, params, opt_state = one_batch(agent)
+    with pytest.raises(ValueError, match=r"minibatch_size=500 is more than the 128 samples of a batch \(16 steps of 8"):
+        agent.learn(params, opt_state, batch)
+
+
+def test_draws_are_checked():
+    keys = streams.env_keys(np.arange(4))
+    with pytest.raises(TypeError, match="keys must be a \\(n,\\) uint64 array"):
+        streams.uniforms(np.arange(4), 0)
+    with pytest.raises(ValueError, match="counter=-1"):
+        streams.uniforms(keys, -1)
+    with pytest.raises(ValueError, match=r"out must be a float64 array of shape \(4,\)"):
+        streams.uniforms(keys, 0, out=np.empty(3))
+    with pytest.raises(ValueError, match="sample needs logp of shape"):
+        categorical.sample(np.zeros(3), np.zeros(3))
+
+
+def test_compiled_draws_equal_their_numpy_definition():
+    """Uniforms: SplitMix64 of key + counter * gamma, 53 bits; actions: the inverse CDF of exp(logp)."""
+    keys = streams.env_keys(np.arange(1000))
+    counter = 12345
+    z = keys + np.array([counter], dtype=np.uint64) * streams.GAMMA
+    np.testing.assert_array_equal(streams.uniforms(keys, counter),
+                                  (streams.mix64(z) >> np.uint64(11)) * (1.0 / 2**53))
+    rng = np.random.default_rng(4)
+    for dtype in (np.float32, np.float64):
+        logp = categorical.log_softmax(rng.standard_normal((1000, 7)).astype(dtype), rng.random((1000, 7)) < 0.7)
+        u = rng.random(1000)
+        cum = np.cumsum(np.exp(logp), axis=1)
+        np.testing.assert_array_equal(categorical.sample(logp, u), (cum <= (u * cum[:, -1])[:, None]).sum(axis=1))

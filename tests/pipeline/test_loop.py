@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import vecsim
-from vecsim.pipeline import Pipeline
+from vecsim.pipeline import Pipeline, default_num_actors
+from vecsim.pipeline import loop as loop_module
 from vecsim.pipeline.loop import THREAD_PREFIX
 
 from pipeline_test_agents import LeanAgent, RaisingAgent
@@ -280,6 +281,15 @@ def test_close_during_a_run_stops_it():
     assert actor_threads() == [] and loop.closed
 
 
+@pytest.mark.parametrize("num_envs, cores, expected", [(8, 16, 1), (127, 16, 1), (128, 16, 2), (256, 3, 2),
+                                                       (256, 2, 1)])
+def test_two_actor_threads_by_default_only_with_enough_envs_and_a_core_each(monkeypatch, num_envs, cores, expected):
+    monkeypatch.setattr(loop_module, "available_cores", lambda: cores)
+    assert default_num_actors(num_envs) == expected
+    with make(num_envs=num_envs, steps_per_cycle=1) as loop:
+        assert loop.num_actors == len(loop.actors) == expected
+
+
 def test_no_actor_thread_outlives_a_run():
     with make(num_actors=3) as loop:
         loop.run(3)
@@ -296,7 +306,7 @@ def test_with_a_fixed_lag_pipelined_learning_equals_synchronous_learning():
         agent = Reinforce.for_env(CARTPOLE, hidden=(16,), seed=5)
         params, opt_state = agent.init()
         with threadpoolctl.threadpool_limits(1, user_api="blas"), \
-                Pipeline(CARTPOLE, 8, agent, params=params, opt_state=opt_state, steps_per_cycle=16,
+                Pipeline(CARTPOLE, 8, agent, params=params, opt_state=opt_state, num_actors=2, steps_per_cycle=16,
                          mode=mode, seed=5, fixed_lag=2, queue_capacity=3) as loop:
             metrics = loop.run(6)
         return loop.params, metrics

@@ -49,6 +49,15 @@ def test_reinforce_with_a_baseline_reaches_475_on_cartpole():
     assert early < 100
 
 
+def test_reinforce_stepping_on_a_quarter_of_each_batch_reaches_475_on_cartpole():
+    """The benchmark's balanced learner: a gradient step on a random minibatch of each batch."""
+    agent = Reinforce.for_env(CARTPOLE, lr=1e-3, lr_decay_updates=400, seed=2, minibatch_size=1024)
+    params, metrics = train(agent, CARTPOLE, 64, 64, 400, "synchronous")
+    returns, _ = evaluate(agent, params, CARTPOLE, 32)
+    assert returns.mean() >= THRESHOLD, returns
+    assert metrics.episode_returns[metrics.episode_cycles < 20].mean() < 100
+
+
 def test_pipelined_ppo_reaches_475_on_cartpole():
     names = run_readme_snippet("pipeline")  # the README's example, as written there
     returns, metrics = names["returns"], names["metrics"]

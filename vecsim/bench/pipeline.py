@@ -5,12 +5,16 @@
 
 (``vecsim bench --pipeline`` runs its NumPy cells.) The seed's benchmark of issue #25: CartPole,
 ``steps_per_cycle=100``, a policy MLP of 5 hidden layers of 200 units run by the actors
-(inference on), and a learner that takes one gradient step per batch (REINFORCE with a
-baseline, ``vecsim.pipeline.agents.Reinforce``; with ``torch``, ``TorchPPO`` with one epoch of
-one minibatch, the same networks). Each cell is env steps per second of ``Pipeline.run`` over
+(inference on), and a learner of one of three kinds: ``step``, a gradient step on every sample
+of each batch (REINFORCE with a baseline, ``vecsim.pipeline.agents.Reinforce``, policy and
+baseline networks both 5x200; with ``torch``, ``TorchPPO`` with one epoch of one minibatch, the
+same networks); ``minibatch``, the same agent's gradient step on a random minibatch of
+``MINIBATCH_STEPS * num_envs`` samples of each batch (a learner that costs about what acting a
+cycle costs, NumPy only); ``none``, acting alone. Each cell is env steps per second of ``Pipeline.run`` over
 ``cycles`` cycles, after a warm-up run; every round measures every configuration in turn, so
 that the load of other programs falls on both sides alike, and the table gives medians with
-the ratio per round. Nothing here changes torch's or BLAS's threads unless asked
+the ratio per round, and the synchronous runs' milliseconds per cycle spent acting and
+learning. Nothing here changes torch's or BLAS's threads unless asked
 (``--blas-threads``, ``--torch-threads``: this process is the caller).
 """
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import sys
 import time
@@ -34,7 +39,10 @@ IMPLS = ("numpy", "torch")
 SYNCHRONOUS, PIPELINED = "synchronous", "pipelined"
 
 
-LEARNERS = ("step", "none")
+LEARNERS = ("step", "minibatch", "none")
+#: The minibatch learner's samples per env and cycle: a sixth of each batch of ``STEPS_PER_CYCLE``
+#: steps, where one gradient step costs about as much as acting the cycle (16 and 256 envs).
+MINIBATCH_STEPS = 16
 
 
 class ActingOnly:
@@ -55,16 +63,24 @@ class ActingOnly:
         return params, opt_state, None
 
 
-def make_agent(impl: str, learner: str = "step"):
+def make_agent(impl: str, learner: str = "step", num_envs: int | None = None):
     """The benchmark's agent: ``numpy`` (Reinforce) or ``torch`` (TorchPPO, one step per batch);
-    with ``learner="none"`` its learner does nothing (``ActingOnly``)."""
+    with ``learner="minibatch"`` (NumPy, needs ``num_envs``) Reinforce's step takes
+    ``MINIBATCH_STEPS * num_envs`` samples of each batch; with ``learner="none"`` the learner
+    does nothing (``ActingOnly``)."""
     if learner not in LEARNERS:
         raise ValueError(f"learner must be one of {LEARNERS}, but got learner={learner!r}")
     if learner == "none":
         return ActingOnly(make_agent(impl))
+    if learner == "minibatch" and impl != "numpy":
+        raise ValueError(f"the minibatch learner is NumPy's Reinforce, but got impl={impl!r}")
     if impl == "numpy":
         from vecsim.pipeline.agents import Reinforce
 
+        if learner == "minibatch":
+            if num_envs is None:
+                raise ValueError("the minibatch learner needs num_envs (its minibatch is MINIBATCH_STEPS * num_envs)")
+            return Reinforce.for_env(GAME, hidden=HIDDEN, minibatch_size=MINIBATCH_STEPS * num_envs)
         return Reinforce.for_env(GAME, hidden=HIDDEN)
     if impl == "torch":
         from vecsim.pipeline.agents.torch_ppo import TorchPPO
@@ -73,30 +89,62 @@ def make_agent(impl: str, learner: str = "step"):
     raise ValueError(f"impl must be one of {IMPLS}, but got impl={impl!r}")
 
 
-def steps_per_second(impl: str, num_envs: int, mode: str, num_actors: int, cycles: int,
-                     steps_per_cycle: int = STEPS_PER_CYCLE, learner: str = "step") -> float:
-    """Env steps per second of ``Pipeline.run(cycles)`` after a warm-up run of 2 cycles."""
+def run_metrics(impl: str, num_envs: int, mode: str, num_actors: int, cycles: int,
+                steps_per_cycle: int = STEPS_PER_CYCLE, learner: str = "step"):
+    """``(metrics, cores)``: the ``PipelineMetrics`` of ``Pipeline.run(cycles)`` after a warm-up
+    run of 2 cycles, and the cores the process got meanwhile (its CPU seconds, every thread's, per
+    wall-clock second: a pipelined run that gets no second core cannot overlap anything)."""
     from vecsim.pipeline import Pipeline
 
-    agent = make_agent(impl, learner)
+    agent = make_agent(impl, learner, num_envs)
     params, opt_state = agent.init()
     with Pipeline(GAME, num_envs, agent, params=params, opt_state=opt_state, num_actors=num_actors,
                   steps_per_cycle=steps_per_cycle, mode=mode) as loop:
         loop.run(2)
-        return loop.run(cycles).steps_per_second
+        cpu = time.process_time()
+        metrics = loop.run(cycles)
+        return metrics, (time.process_time() - cpu) / metrics.seconds
+
+
+def steps_per_second(impl: str, num_envs: int, mode: str, num_actors: int, cycles: int,
+                     steps_per_cycle: int = STEPS_PER_CYCLE, learner: str = "step") -> float:
+    """Env steps per second of ``Pipeline.run(cycles)`` after a warm-up run of 2 cycles."""
+    return run_metrics(impl, num_envs, mode, num_actors, cycles, steps_per_cycle, learner)[0].steps_per_second
+
+
+def acting_cpu_per_step(hidden: tuple, num_envs: int, cycles: int = 5, repeats: int = 7) -> float:
+    """CPU microseconds per step of a synchronous acting-only run (``time.thread_time``: the
+    calling thread's, so other programs' load counts little), the best of ``repeats`` runs of
+    ``cycles`` cycles, with a policy MLP of ``hidden`` widths."""
+    from vecsim.pipeline import Pipeline
+    from vecsim.pipeline.agents import Reinforce
+
+    agent = ActingOnly(Reinforce.for_env(GAME, hidden=tuple(hidden)))
+    params, opt_state = agent.init()
+    best = float("inf")
+    with Pipeline(GAME, num_envs, agent, params=params, opt_state=opt_state, num_actors=1,
+                  steps_per_cycle=STEPS_PER_CYCLE, mode=SYNCHRONOUS) as loop:
+        loop.run(2)
+        for _ in range(repeats):
+            start = time.thread_time()
+            loop.run(cycles)
+            best = min(best, (time.thread_time() - start) / (cycles * STEPS_PER_CYCLE))
+    return 1e6 * best
 
 
 def configurations(sizes, actors, impls, learners=("step",)):
-    """``(impl, learner, num_envs, num_actors)`` cells; each is measured synchronous and pipelined."""
-    return [(impl, learner, n, a) for impl in impls for learner in learners for n in sizes for a in actors]
+    """``(impl, learner, num_envs, num_actors)`` cells; each is measured synchronous and pipelined.
+    The minibatch learner is NumPy's alone."""
+    return [(impl, learner, n, a) for impl in impls for learner in learners for n in sizes for a in actors
+            if learner != "minibatch" or impl == "numpy"]
 
 
 def measure(sizes=NUM_ENVS, actors=ACTORS, impls=("numpy",), rounds: int = 5, cycles: int = 20, progress=None,
             learners=("step",)) -> list:
     """Every cell ``rounds`` times, interleaved; a list of dicts with the rates of each round."""
     cells = configurations(sizes, actors, impls, learners)
-    results = [{"impl": i, "learner": lr, "num_envs": n, "num_actors": a, SYNCHRONOUS: [], PIPELINED: []}
-               for i, lr, n, a in cells]
+    results = [{"impl": i, "learner": lr, "num_envs": n, "num_actors": a, SYNCHRONOUS: [], PIPELINED: [],
+                "acting_ms": [], "learning_ms": [], "pipelined_cores": []} for i, lr, n, a in cells]
     for r in range(rounds):
         for cell in results:
             # the synchronous loop runs on one actor (one engine over every env), as a plain loop would
@@ -106,8 +154,14 @@ def measure(sizes=NUM_ENVS, actors=ACTORS, impls=("numpy",), rounds: int = 5, cy
                     progress(f"round {r + 1}/{rounds}: {cell['impl']} num_envs={cell['num_envs']} "
                              f"actors={cell['num_actors']} {mode}")
                 actors_used = 1 if mode == SYNCHRONOUS else cell["num_actors"]
-                cell[mode].append(steps_per_second(cell["impl"], cell["num_envs"], mode, actors_used, cycles,
-                                                   learner=cell["learner"]))
+                metrics, cores = run_metrics(cell["impl"], cell["num_envs"], mode, actors_used, cycles,
+                                             learner=cell["learner"])
+                cell[mode].append(metrics.steps_per_second)
+                if mode == PIPELINED:
+                    cell["pipelined_cores"].append(cores)
+                if mode == SYNCHRONOUS:
+                    cell["learning_ms"].append(1e3 * metrics.learn_seconds / metrics.cycles)
+                    cell["acting_ms"].append(1e3 * (metrics.seconds - metrics.learn_seconds) / metrics.cycles)
     for cell in results:
         cell["ratios"] = [p / s for p, s in zip(cell[PIPELINED], cell[SYNCHRONOUS])]
     return results
@@ -118,10 +172,13 @@ def table(results: list) -> str:
     for cell in results:
         ratios = cell["ratios"]
         rows.append([cell["impl"], cell["learner"], cell["num_envs"], cell["num_actors"],
+                     f"{statistics.median(cell['acting_ms']):.1f}", f"{statistics.median(cell['learning_ms']):.1f}",
                      format_rate(statistics.median(cell[SYNCHRONOUS])), format_rate(statistics.median(cell[PIPELINED])),
+                     f"{statistics.median(cell['pipelined_cores']):.2f}",
                      f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}-{max(ratios):.2f}"])
-    return format_table(["inference", "learner", "num_envs", "actor threads", "synchronous steps/s", "pipelined steps/s",
-                         "ratio (median)", "ratio range"], rows)
+    return format_table(["inference", "learner", "num_envs", "actor threads", "acting ms/cycle", "learning ms/cycle",
+                         "synchronous steps/s", "pipelined steps/s", "pipelined cores", "ratio (median)",
+                         "ratio range"], rows)
 
 
 def blas_limit(threads: int | None):
@@ -135,9 +192,20 @@ def blas_limit(threads: int | None):
     return threadpool_limits(threads, user_api="blas")
 
 
+def load_average() -> str:
+    """The 1-minute load average (other programs competing for the cores), or '?' where unknown."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "?"
+
+
 def describe(cycles: int, rounds: int, blas_threads, torch_threads) -> str:
     return (f"vecsim/CartPole-v1, steps_per_cycle={STEPS_PER_CYCLE}, policy MLP {len(HIDDEN)}x{HIDDEN[0]} (tanh) run by "
-            f"the actors; learner step = a gradient step per batch, none = acting alone; env steps/s of Pipeline.run over {cycles} cycles, median of "
+            f"the actors; learner step = a gradient step on the whole batch, minibatch = a gradient step on "
+            f"{MINIBATCH_STEPS} x num_envs samples of it, none = acting alone; ms per cycle acting and learning "
+            f"from the synchronous runs; pipelined cores = the process's CPU seconds per second during the "
+            f"pipelined runs; env steps/s of Pipeline.run over {cycles} cycles, median of "
             f"{rounds} interleaved rounds. synchronous = mode='synchronous' with one engine over every env; pipelined "
             f"= actor threads over slices of the envs, the learner in the calling thread. BLAS threads: "
             f"{blas_threads or 'as they were'}; torch threads: {torch_threads or 'as they were'}.")
@@ -149,12 +217,16 @@ def main(argv=None) -> int:
     parser.add_argument("--actors", type=int, nargs="+", default=list(ACTORS), help="actor threads when pipelined")
     parser.add_argument("--impls", nargs="+", choices=IMPLS, default=["numpy"])
     parser.add_argument("--learners", nargs="+", choices=LEARNERS, default=list(LEARNERS),
-                        help="step: a gradient step per batch; none: acting alone (env steps and inference)")
+                        help="step: a gradient step on the whole batch; minibatch: on MINIBATCH_STEPS x num_envs "
+                             "samples of it; none: acting alone (env steps and inference)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--blas-threads", type=int, help="limit BLAS (OpenBLAS, MKL) to N threads (threadpoolctl)")
     parser.add_argument("--torch-threads", type=int, help="torch.set_num_threads for the torch cells")
     parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument("--acting-cost", action="store_true",
+                        help="instead: CPU us per step of synchronous acting alone, with a 1x8 policy (the loop's own "
+                             "cost) and the benchmark's, at each --num-envs")
     args = parser.parse_args(argv)
     for name in ("rounds", "cycles"):
         if getattr(args, name) < 1:
@@ -163,14 +235,20 @@ def main(argv=None) -> int:
         import torch
 
         torch.set_num_threads(args.torch_threads)
-    start = time.perf_counter()
+    if args.acting_cost:
+        with blas_limit(args.blas_threads):
+            rows = [[f"{len(h)}x{h[0]}", n, f"{acting_cpu_per_step(h, n):.1f}"] for h in ((8,), HIDDEN)
+                    for n in args.num_envs]
+        print(format_table(["policy MLP", "num_envs", "CPU us per step"], rows))
+        return 0
+    start, load_before = time.perf_counter(), load_average()
     with blas_limit(args.blas_threads):
         results = measure(args.num_envs, args.actors, args.impls, args.rounds, args.cycles, learners=args.learners,
                           progress=lambda line: print(f"\r{line:<90}", end="", file=sys.stderr, flush=True))
     print(file=sys.stderr)
     print(table(results))
     print(f"\n{describe(args.cycles, args.rounds, args.blas_threads, args.torch_threads)} "
-          f"({time.perf_counter() - start:.0f} s in all)")
+          f"({time.perf_counter() - start:.0f} s in all; load average {load_before} before, {load_average()} after)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": results, "args": vars(args)}, f, indent=1)

@@ -10,8 +10,9 @@ bounded queues. See ``docs/pipeline.md``.
 ...     metrics = loop.run(10)
 """
 
-from vecsim.pipeline.loop import MODES, Pipeline, PipelineMetrics
+from vecsim.pipeline.loop import MODES, Pipeline, PipelineMetrics, default_num_actors
 from vecsim.pipeline.protocol import Agent, Batch
 from vecsim.pipeline.staging import ParamSlot, TrajectoryQueue
 
-__all__ = ["MODES", "Agent", "Batch", "ParamSlot", "Pipeline", "PipelineMetrics", "TrajectoryQueue"]
+__all__ = ["MODES", "Agent", "Batch", "ParamSlot", "Pipeline", "PipelineMetrics", "TrajectoryQueue",
+           "default_num_actors"]

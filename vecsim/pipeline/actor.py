@@ -11,7 +11,33 @@ from __future__ import annotations
 import numpy as np
 
 import vecsim
+from vecsim.core.jit import exact
 from vecsim.pipeline.protocol import Batch
+
+
+@exact(cache=True)
+def _record_step(t, rewards, terminals, truncations, observations, batch_rewards, batch_terminated,
+                 batch_truncated, final_observations, returns, lengths, ended_returns, ended_lengths, ended_steps,
+                 ended_envs, num_ended):
+    """Store step ``t``'s outcome in the batch, add it to the running episodes and list those that
+    ended (step order, then env order) from slot ``num_ended`` on; return the new count."""
+    for i in range(rewards.shape[0]):
+        batch_rewards[t, i] = rewards[i]
+        batch_terminated[t, i] = terminals[i]
+        batch_truncated[t, i] = truncations[i]
+        returns[i] += rewards[i]
+        lengths[i] += 1
+        if terminals[i] or truncations[i]:
+            for j in range(observations.shape[1]):
+                final_observations[t, i, j] = observations[i, j]
+            ended_returns[num_ended] = returns[i]
+            ended_lengths[num_ended] = lengths[i]
+            ended_steps[num_ended] = t
+            ended_envs[num_ended] = i
+            num_ended += 1
+            returns[i] = 0.0
+            lengths[i] = 0
+    return num_ended
 
 
 class Actor:
@@ -78,7 +104,8 @@ class Actor:
                             f"but returned {type(out).__name__}"
                             + (f" of length {len(out)}" if isinstance(out, tuple) else ""))
         actions, self.actor_state = out[0], out[1]
-        actions = np.asarray(actions)
+        if type(actions) is not np.ndarray:
+            actions = np.asarray(actions)
         if actions.shape != self._act_shape:
             raise ValueError(f"agent.act returned actions of shape {actions.shape}, but actor {self.index} "
                              f"steps {self.num_envs} envs of {self.engine.single_action_space}: expected shape "
@@ -105,11 +132,16 @@ class Actor:
     def play_cycle(self, params, version: int, cycle: int) -> Batch | None:
         """Play ``steps_per_cycle`` steps with ``params``; return the batch of this slice, or
         ``None`` when ``stopping`` was set before the cycle ended."""
-        engine, T = self.engine, self.steps_per_cycle
+        engine, T, n = self.engine, self.steps_per_cycle, self.num_envs
         batch = self._allocate(cycle, version)
-        obs_buf, masks = batch.observations, batch.masks
-        ended_returns, ended_lengths, ended_steps, ended_envs = [], [], [], []
-        returns, lengths = self._returns, self._lengths
+        obs_buf, masks, actions = batch.observations, batch.masks, batch.actions
+        rewards, terminated, truncated, finals = batch.rewards, batch.terminated, batch.truncated, \
+            batch.final_observations
+        result, returns, lengths = engine.result, self._returns, self._lengths
+        # At most one episode per env and step ends in a cycle.
+        ended_returns = np.empty(T * n, dtype=np.float64)
+        ended_lengths, ended_steps, ended_envs = (np.empty(T * n, dtype=np.int64) for _ in range(3))
+        num_ended = 0
         for t in range(T):
             if self.stopping:
                 return None
@@ -117,30 +149,20 @@ class Actor:
             if masks is not None:
                 masks[t] = engine.masks
             self._decide(params, obs_buf[t], None if masks is None else masks[t], t, batch)
-            result = engine.step_no_reset(batch.actions[t])
-            batch.rewards[t] = result.rewards
-            batch.terminated[t] = result.terminals
-            batch.truncated[t] = result.truncations
-            returns += result.rewards
-            lengths += 1
+            engine.step_no_reset(actions[t])
+            num_ended = _record_step(t, result.rewards, result.terminals, result.truncations, result.observations,
+                                     rewards, terminated, truncated, finals, returns, lengths, ended_returns,
+                                     ended_lengths, ended_steps, ended_envs, num_ended)
             if result.num_done:
-                done = np.flatnonzero(result.terminals | result.truncations)
-                batch.final_observations[t, done] = result.observations[done]
-                ended_returns.append(returns[done])
-                ended_lengths.append(lengths[done])
-                ended_steps.append(np.full(done.size, t, dtype=np.int64))
-                ended_envs.append(done + self.start)
-                returns[done] = 0.0
-                lengths[done] = 0
                 engine.reset_envs(result.to_reset_mask())
         obs_buf[T] = engine.obs
         if masks is not None:
             masks[T] = engine.masks
         batch.final_actor_states = (self.actor_state,)
-        batch.episode_returns = np.concatenate(ended_returns) if ended_returns else np.zeros(0)
-        batch.episode_lengths = np.concatenate(ended_lengths) if ended_lengths else np.zeros(0, dtype=np.int64)
-        batch.episode_steps = np.concatenate(ended_steps) if ended_steps else np.zeros(0, dtype=np.int64)
-        batch.episode_envs = np.concatenate(ended_envs) if ended_envs else np.zeros(0, dtype=np.int64)
+        batch.episode_returns = ended_returns[:num_ended].copy()
+        batch.episode_lengths = ended_lengths[:num_ended].copy()
+        batch.episode_steps = ended_steps[:num_ended].copy()
+        batch.episode_envs = ended_envs[:num_ended] + self.start
         return batch
 
     def close(self) -> None:

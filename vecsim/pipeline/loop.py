@@ -19,6 +19,7 @@ learner's update), deterministically: the baseline, and the path for debugging a
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 
@@ -29,7 +30,7 @@ from vecsim.pipeline.actor import Actor
 from vecsim.pipeline.protocol import Batch, join_slices
 from vecsim.pipeline.staging import CycleParams, ParamSlot, Stopped, TrajectoryQueue
 
-__all__ = ["MODES", "Pipeline", "PipelineMetrics"]
+__all__ = ["MODES", "Pipeline", "PipelineMetrics", "default_num_actors"]
 
 MODES = ("pipelined", "synchronous")
 #: Seconds ``close`` waits for the actor threads (they stop between two steps).
@@ -37,6 +38,24 @@ CLOSE_TIMEOUT_S = 0.9
 #: Seconds ``run`` waits for the actor threads when it ends or fails, before it reports them.
 JOIN_TIMEOUT_S = 30.0
 THREAD_PREFIX = "vecsim-pipeline-actor"
+#: Envs each of two default actor threads needs: with fewer, their matrix products are too short
+#: to hide each other's Python, and the two threads mostly take turns on the GIL.
+MIN_ENVS_PER_ACTOR = 64
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_num_actors(num_envs: int) -> int:
+    """Actor threads when none are asked for: two (one steps its envs while the other runs
+    inference) where each gets ``MIN_ENVS_PER_ACTOR`` envs and there is a core for each besides
+    the learner's, else one (the learner needs the other core of a two-core machine)."""
+    return 2 if num_envs >= 2 * MIN_ENVS_PER_ACTOR and available_cores() >= 3 else 1
 
 
 @dataclasses.dataclass
@@ -138,9 +157,11 @@ class Pipeline:
         The initial parameters (version 0).
     opt_state : object, optional
         The learner's initial optimiser state, passed to ``learn`` and replaced by what it returns.
-    num_actors : int
-        Actor threads (default 2: while one steps its envs the other runs inference). Each steps
-        its own engine over a contiguous slice of the envs (sizes differ by at most one).
+    num_actors : int, optional
+        Actor threads, each stepping its own engine over a contiguous slice of the envs (sizes
+        differ by at most one). Default ``default_num_actors(num_envs)``: two (while one steps
+        its envs the other runs inference) with at least ``MIN_ENVS_PER_ACTOR`` envs each and
+        three cores or more, else one.
     steps_per_cycle : int
         Steps each actor plays between two parameter reads (the trajectory length ``T``).
     queue_capacity : int
@@ -168,12 +189,12 @@ class Pipeline:
     Use it as a context manager, or call ``close``.
     """
 
-    def __init__(self, env_id: str, num_envs: int, agent, *, params, opt_state=None, num_actors: int = 2,
+    def __init__(self, env_id: str, num_envs: int, agent, *, params, opt_state=None, num_actors: int | None = None,
                  steps_per_cycle: int = 128, queue_capacity: int = 1, updates_per_cycle=1,
                  mode: str = "pipelined", seed: int = 0, fixed_lag: int | None = None,
                  env_kwargs: dict | None = None):
         num_envs = _positive_int("num_envs", num_envs)
-        num_actors = _positive_int("num_actors", num_actors)
+        num_actors = default_num_actors(num_envs) if num_actors is None else _positive_int("num_actors", num_actors)
         if num_actors > num_envs:
             raise ValueError(f"num_actors must be at most num_envs={num_envs} (each actor steps at least one env), "
                              f"but got num_actors={num_actors}")

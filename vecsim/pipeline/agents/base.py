@@ -80,6 +80,7 @@ class CategoricalAgent:
             raise ValueError(f"obs_scale must be a number or an array of shape ({self.obs_dim},), "
                              f"but got shape {scale.shape}")
         object.__setattr__(self, "_scale", scale)
+        object.__setattr__(self, "_scaled", bool(scale.ndim or scale != 1.0))
 
     @classmethod
     def for_env(cls, env_id: str, env_kwargs: dict | None = None, **kwargs):
@@ -99,7 +100,7 @@ class CategoricalAgent:
     def features(self, obs: np.ndarray) -> np.ndarray:
         """``obs`` ``(B, obs_dim)`` as the networks read it: float32, scaled."""
         x = np.asarray(obs, dtype=np.float32)
-        return x * self._scale if self._scale.ndim or self._scale != 1.0 else x
+        return x * self._scale if self._scaled else x
 
     def value(self, params: dict, obs: np.ndarray) -> np.ndarray:
         """``V(obs)``, ``(B,)``."""

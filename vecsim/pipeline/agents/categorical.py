@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vecsim.core.jit import exact
+
 MASKED_LOGIT = -1e9
 
 
@@ -18,14 +20,37 @@ def log_softmax(logits: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     if mask is not None:
         logits = np.where(mask, logits, logits.dtype.type(MASKED_LOGIT))
     z = logits - logits.max(axis=1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    total = np.exp(z).sum(axis=1, keepdims=True)
+    z -= np.log(total, out=total)
+    return z
+
+
+@exact(cache=True)
+def _inverse_cdf(probs, u, out):
+    """out[b] = the number of actions whose cumulative probability is <= u[b] times the row's total."""
+    for b in range(probs.shape[0]):
+        total = probs.dtype.type(0)
+        for a in range(probs.shape[1]):
+            total += probs[b, a]
+        threshold = u[b] * np.float64(total)
+        cum = probs.dtype.type(0)
+        count = 0
+        for a in range(probs.shape[1]):
+            cum += probs[b, a]
+            count += np.float64(cum) <= threshold
+        out[b] = count
 
 
 def sample(logp: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """One action per row, by inverse CDF with uniforms ``u`` ``(B,)``: ``(B,)`` int64. An
-    action of probability 0 is never drawn."""
-    cum = np.cumsum(np.exp(logp), axis=1)
-    return (cum <= (u * cum[:, -1])[:, None]).sum(axis=1).astype(np.int64)
+    """One action per row, by inverse CDF with uniforms ``u`` ``(B,)`` float64: ``(B,)`` int64.
+    An action of probability 0 is never drawn. ``logp`` ``(B, A)`` float32 or float64."""
+    logp, u = np.asarray(logp), np.asarray(u, dtype=np.float64)
+    if logp.ndim != 2 or logp.dtype not in (np.float32, np.float64) or u.shape != logp.shape[:1]:
+        raise ValueError(f"sample needs logp of shape (B, A), float32 or float64, and u of shape (B,), but got "
+                         f"logp {logp.dtype} {logp.shape} and u {u.shape}")
+    actions = np.empty(logp.shape[0], dtype=np.int64)
+    _inverse_cdf(np.exp(logp), u, actions)
+    return actions
 
 
 def entropy(logp: np.ndarray) -> np.ndarray:
