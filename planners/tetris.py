@@ -45,6 +45,7 @@ def apply_input(rows, i, t, r, y, x, u, gravity, kicks):
     primitive step and the planner both call it.
     """
     was_resting = blocked(rows, i, t, r, y + 1, x)
+    r0, y0, x0 = r, y, x
     if u == SOFT_DROP:
         if was_resting:
             return r, y, x, True
@@ -62,9 +63,16 @@ def apply_input(rows, i, t, r, y, x, u, gravity, kicks):
     elif u == ROTATE_CCW:
         r, y, x = rotate(rows, i, t, r, y, x, 1, kicks)
     moved = 0
-    while moved < gravity and not blocked(rows, i, t, r, y + 1, x):
-        y += 1
-        moved += 1
+    if gravity > 0:
+        # A piece the input left where it was rests as it did before the input.
+        unmoved = r == r0 and y == y0 and x == x0
+        resting = was_resting if unmoved else blocked(rows, i, t, r, y + 1, x)
+        while not resting:
+            y += 1
+            moved += 1
+            if moved == gravity:
+                break
+            resting = blocked(rows, i, t, r, y + 1, x)
     return r, y, x, gravity > 0 and moved == 0 and was_resting
 
 

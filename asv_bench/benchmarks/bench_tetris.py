@@ -8,6 +8,8 @@ step is ``Engine.step`` (NEXT_STEP autoreset), through ``bench.variant_runner`` 
 Tetris's ``BENCH_VARIANTS``). The kernels are compiled (or loaded from the cache) in ``setup``,
 never inside a timed call. tetris-gymnasium's driver is in ``vecsim.bench.peers``.
 
+``LockFeatures`` times the board features of a lock alone, incremental against the whole-board count.
+
 ``SpeedupVsTetrisGymnasium`` runs only where tetris-gymnasium and JAX are installed (they are
 no dependency of vecsim), and ``Dellacherie`` only where ``vecsim.games.tetris.agent`` exists.
 """
@@ -166,3 +168,67 @@ class Dellacherie(_Tetris):
         return bench.steps_per_second(self.play, num_envs, seconds=0.5)
 
     track_decisions_per_second.unit = "steps/s"
+
+
+class LockFeatures:
+    """The board features after a lock that clears no line: ``lock_features`` (from the rows and
+    columns the piece changed) against ``board_features`` (the whole board), each over 4096
+    mid-game boards (6-16 filled rows with holes) with a piece just dropped in. The kernels
+    compile in ``setup``."""
+
+    timeout = 300.0
+    BOARDS = 4096
+
+    def setup(self):
+        import numba
+
+        from vecsim.games.tetris.pieces import FULL_ROW, H, HEIGHT, ROW_MASKS, W, WIDTH
+        from vecsim.games.tetris.rules import N_FEATURES, blocked, board_features, drop_row, lock_features
+
+        rng = np.random.default_rng(0)
+        n = self.BOARDS
+        rows = np.zeros((n, H), np.uint16)
+        self.before = np.zeros((n, N_FEATURES), np.int16)
+        self.poses = np.zeros((n, 4), np.int64)
+        k = 0
+        while k < n:
+            rows[k] = 0
+            for y in range(int(rng.integers(8, 18)), H):
+                bits = int(rng.integers(0, FULL_ROW)) | (int(rng.integers(0, FULL_ROW)) & int(rng.integers(0, FULL_ROW)))
+                rows[k, y] = bits if bits != FULL_ROW else bits & ~1
+            t, r = int(rng.integers(7)), int(rng.integers(4))
+            x = int(rng.integers(0, W - WIDTH[t, r] + 1))
+            if blocked(rows, k, t, r, 0, x):
+                continue
+            y = drop_row(rows, k, t, r, 0, x)
+            if any((int(rows[k, y + j]) | (int(ROW_MASKS[t, r, j]) << x)) == FULL_ROW for j in range(HEIGHT[t, r])):
+                continue
+            board_features(rows, k, self.before)
+            for j in range(HEIGHT[t, r]):
+                rows[k, y + j] |= np.uint16(int(ROW_MASKS[t, r, j]) << x)
+            self.poses[k] = t, r, y, x
+            k += 1
+        self.rows = rows
+        self.feat = self.before.copy()
+
+        @numba.njit
+        def whole(rows, feat):
+            for i in range(rows.shape[0]):
+                board_features(rows, i, feat)
+
+        @numba.njit
+        def incremental(rows, before, feat, poses):
+            for i in range(rows.shape[0]):
+                for c in range(15):
+                    feat[i, c] = before[i, c]
+                lock_features(rows, i, feat, poses[i, 0], poses[i, 1], poses[i, 2], poses[i, 3])
+
+        self.whole, self.incremental = whole, incremental
+        whole(rows, self.feat)
+        incremental(rows, self.before, self.feat, self.poses)
+
+    def time_board_features(self):
+        self.whole(self.rows, self.feat)
+
+    def time_lock_features(self):
+        self.incremental(self.rows, self.before, self.feat, self.poses)

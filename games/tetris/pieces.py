@@ -90,6 +90,9 @@ def _row_masks() -> np.ndarray:
 
 #: (type, r, k) bitmask of the columns (relative to the anchor's x) filled in row y + k.
 ROW_MASKS = _row_masks()
+#: (type, r) the four ``ROW_MASKS`` rows in one word, row k in bits 16k and up (as
+#: ``vecsim.core.cells.load_word`` reads four uint16 board rows).
+ROW_WORDS = (ROW_MASKS << (16 * np.arange(4))).sum(axis=2)
 
 
 

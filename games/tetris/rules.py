@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from vecsim.games.tetris.pieces import (
-    CELLS, DROP_Y, FULL_ROW, H, HEIGHT, KICK_COUNT, KICK_DELTAS, NONE, ROW_MASKS, SPAWN_X, SPAWN_Y, W, WIDTH,
+    CELLS, COL_MASKS, DROP_Y, FULL_ROW, H, HEIGHT, KICK_COUNT, KICK_DELTAS, NONE, ROW_MASKS, ROW_WORDS, SPAWN_X, SPAWN_Y, W, WIDTH,
 )
 from vecsim.core.bits import ctz, popcount
+from vecsim.core.cells import load_word
 from vecsim.core.jit import exact
 from vecsim.core.rng import randint
 
@@ -27,13 +28,13 @@ LINE_SCORES = np.array([0, 100, 300, 500, 800], dtype=np.int64)
 @exact
 def blocked(rows, i, t, r, y, x):
     """Whether piece ``t`` in state ``r`` with anchor ``(y, x)`` overlaps a wall, the floor,
-    the ceiling or a filled cell of env ``i``."""
+    the ceiling or a filled cell of env ``i``; ``rows``: (N, H) uint16 bit rows."""
     if y < 0 or x < 0 or x + WIDTH[t, r] > W or y + HEIGHT[t, r] > H:
         return True
-    for k in range(HEIGHT[t, r]):
-        if np.int64(rows[i, y + k]) & (ROW_MASKS[t, r, k] << x):
-            return True
-    return False
+    # The four board rows from y in one load (from H - 4 near the floor, shifted down).
+    first = min(y, H - 4)
+    board = load_word(rows, i, first) >> (16 * (y - first))
+    return (board & (ROW_WORDS[t, r] << x)) != 0
 
 
 @exact
@@ -147,7 +148,9 @@ def lock(s, i, t, r, y, x):
             for c in range(4):
                 if CELLS[t, r, c, 0] == k:
                     piece_cells += 1
-    if lines > 0:
+    if lines == 0:
+        lock_features(rows, i, s.feat, t, r, y, x)
+    else:
         dst = H - 1
         for src in range(H - 1, -1, -1):
             if np.int64(rows[i, src]) == FULL_ROW:
@@ -162,7 +165,7 @@ def lock(s, i, t, r, y, x):
             for c in range(W):
                 cells[i, dst, c] = 0
             dst -= 1
-    board_features(rows, i, s.feat)
+        board_features(rows, i, s.feat)
     s.feat[i, F_LANDING] = H - 1 - (y + HEIGHT[t, r] - 1)
     s.feat[i, F_ERODED] = lines * piece_cells
     return lines
@@ -182,6 +185,103 @@ def _sliced_add(b0, b1, b2, b3, b4, ones):
     t3 = b3 ^ carry
     carry &= b3
     return t0, t1, t2, t3, b4 ^ carry
+
+
+@exact(inline="always")
+def _row_transitions(bits):
+    """Filled/empty changes along row ``bits``, the walls counted as filled."""
+    walled = (bits << 1) | 1 | (1 << (W + 1))
+    return popcount((walled ^ (walled >> 1)) & ((1 << (W + 1)) - 1))
+
+
+@exact(inline="always")
+def _well_cells(bits):
+    """The empty cells of row ``bits`` whose left and right neighbours are filled (or a wall)."""
+    return ~bits & ((bits << 1) | 1) & ((bits >> 1) | (1 << (W - 1))) & FULL_ROW
+
+
+@exact(inline="always")
+def _run_sum(b0, b1, b2, b3, b4):
+    """The sum of the bit-sliced 5-bit counters ``b0``..``b4`` over all columns."""
+    return popcount(b0) + 2 * popcount(b1) + 4 * popcount(b2) + 8 * popcount(b3) + 16 * popcount(b4)
+
+
+@exact(inline="always")
+def _rows_around_lock(rows, i, yy, t, r, y, x):
+    """Row ``yy`` of env ``i``'s board after (``after``) and before (``before``) piece ``t``
+    locked at ``(r, y, x)``; below the board, the filled floor."""
+    if yy >= H:
+        return FULL_ROW, FULL_ROW
+    after = np.int64(rows[i, yy])
+    k = yy - y
+    piece = ROW_MASKS[t, r, k] << x if 0 <= k < 4 else 0
+    return after, after & ~piece
+
+
+@exact
+def lock_features(rows, i, feat, t, r, y, x):
+    """Update ``feat[i, :15]`` (``board_features``) for piece ``t`` just written into ``rows``
+    at ``(r, y, x)`` without clearing a line, from the rows and columns the piece changed.
+
+    Column heights rise in the piece's columns only, and every cell the piece covers or
+    leaves empty under it changes holes by a column's height minus its filled cells. Row
+    transitions are a sum over the rows from the pile's top (an empty row above it counts 2,
+    so the sum is every row's minus 2 per row above the top); column transitions a sum over
+    pairs of adjacent rows. Wells change in the piece's rows and in the rows below them
+    until the runs of well cells before and after the lock agree again."""
+    h = HEIGHT[t, r]
+    holes = np.int64(feat[i, F_HOLES])
+    old_top = H
+    for c in range(W):
+        old_top = min(old_top, H - np.int64(feat[i, c]))
+    for k in range(WIDTH[t, r]):
+        column = COL_MASKS[t, r, k]
+        old_h = np.int64(feat[i, x + k])
+        new_h = max(old_h, H - y - ctz(column))
+        feat[i, x + k] = new_h
+        holes += new_h - old_h - popcount(column)
+    new_top = min(old_top, y)
+    row_t = np.int64(feat[i, F_ROW_T]) - 2 * (new_top - old_top)
+    for k in range(h):
+        after, before = _rows_around_lock(rows, i, y + k, t, r, y, x)
+        row_t += _row_transitions(after) - _row_transitions(before)
+    col_t = np.int64(feat[i, F_COL_T])
+    above_after, above_before = _rows_around_lock(rows, i, y - 1, t, r, y, x) if y > 0 else (0, 0)
+    for yy in range(y, y + h + 1):
+        after, before = _rows_around_lock(rows, i, yy, t, r, y, x)
+        if yy > 0:  # nothing lies above row 0
+            col_t += popcount(after ^ above_after) - popcount(before ^ above_before)
+        above_after, above_before = after, before
+    # The runs of well cells ending just above the piece, the same before and after.
+    d0 = d1 = d2 = d3 = d4 = 0
+    alive = FULL_ROW
+    for yy in range(y - 1, -1, -1):
+        alive &= _well_cells(np.int64(rows[i, yy]))
+        if alive == 0:
+            break
+        d0, d1, d2, d3, d4 = _sliced_add(d0, d1, d2, d3, d4, alive)
+    a0, a1, a2, a3, a4 = d0, d1, d2, d3, d4
+    b0, b1, b2, b3, b4 = d0, d1, d2, d3, d4
+    wells = np.int64(feat[i, F_WELLS])
+    for yy in range(y, H):
+        after, before = _rows_around_lock(rows, i, yy, t, r, y, x)
+        well = _well_cells(after)
+        a0, a1, a2, a3, a4 = _sliced_add(a0, a1, a2, a3, a4, FULL_ROW)
+        a0, a1, a2, a3, a4 = a0 & well, a1 & well, a2 & well, a3 & well, a4 & well
+        well = _well_cells(before)
+        b0, b1, b2, b3, b4 = _sliced_add(b0, b1, b2, b3, b4, FULL_ROW)
+        b0, b1, b2, b3, b4 = b0 & well, b1 & well, b2 & well, b3 & well, b4 & well
+        wells += _run_sum(a0, a1, a2, a3, a4) - _run_sum(b0, b1, b2, b3, b4)
+        if yy >= y + h - 1 and a0 == b0 and a1 == b1 and a2 == b2 and a3 == b3 and a4 == b4:
+            break  # the rows below are the same before and after, and so are their runs
+    bump = 0
+    for c in range(1, W):
+        bump += abs(np.int64(feat[i, c]) - np.int64(feat[i, c - 1]))
+    feat[i, F_HOLES] = holes
+    feat[i, F_BUMPINESS] = bump
+    feat[i, F_ROW_T] = row_t
+    feat[i, F_COL_T] = col_t
+    feat[i, F_WELLS] = wells
 
 
 @exact
@@ -217,15 +317,13 @@ def board_features(rows, i, feat):
         holes += popcount(~bits & seen & FULL_ROW)
         seen |= bits
         h0, h1, h2, h3, h4 = _sliced_add(h0, h1, h2, h3, h4, seen)  # every column seen so far grows
-        walled = (bits << 1) | 1 | (1 << (W + 1))
-        row_t += popcount((walled ^ (walled >> 1)) & ((1 << (W + 1)) - 1))
-        well = ~bits & ((bits << 1) | 1) & ((bits >> 1) | (1 << (W - 1))) & FULL_ROW
+        row_t += _row_transitions(bits)
+        well = _well_cells(bits)
         # Wells: every run grows by one, then the runs not continued by a well cell stop.
         s0, s1, s2, s3, s4 = _sliced_add(run0, run1, run2, run3, run4, FULL_ROW)
         run0, run1, run2, run3, run4 = s0 & well, s1 & well, s2 & well, s3 & well, s4 & well
         # A well cell adds its run's length so far: 1 + 2 + ... + d over a run of d cells.
-        wells += (popcount(run0) + 2 * popcount(run1) + 4 * popcount(run2) + 8 * popcount(run3)
-                  + 16 * popcount(run4))
+        wells += _run_sum(run0, run1, run2, run3, run4)
         prev = bits
     col_t += popcount(~prev & FULL_ROW)  # the bottom row against the filled floor
     bump = 0

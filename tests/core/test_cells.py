@@ -1,6 +1,6 @@
 """``put_cells`` and ``put_words``: a bit row written as one byte per cell, and a row of words
 as its bytes, with whole-word stores where the output allows them, the same bytes as a loop
-over the cells in every case."""
+over the cells in every case; ``load_word``, several items read as one word, against their bytes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numba
 import numpy as np
 import pytest
 
-from vecsim.core.cells import SPREAD, put_cells, put_words
+from vecsim.core.cells import SPREAD, load_word, put_cells, put_words
 
 
 @numba.njit
@@ -75,3 +75,24 @@ def test_put_words_copies_the_bytes_and_nothing_else(dtype, order, n):
     for i in range(5):
         put_words(py, i, starts[i], words, 4 - i, n)
     assert np.array_equal(py, want)
+
+
+@numba.njit(cache=False)
+def _load_words(rows, i, starts, out):
+    for k in range(starts.shape[0]):
+        out[k] = load_word(rows, i, starts[k])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_load_word_packs_the_items_little_endian(dtype, order):
+    rng = np.random.default_rng(3)
+    rows = np.asarray(rng.integers(0, np.iinfo(dtype).max, size=(3, 24), endpoint=True).astype(dtype), order=order)
+    per_word = 8 // np.dtype(dtype).itemsize
+    starts = np.arange(0, 24 - per_word + 1)
+    out = np.zeros(len(starts), np.int64)
+    _load_words(rows, 1, starts, out)
+    expected = [np.int64(np.frombuffer(np.ascontiguousarray(rows[1, j:j + per_word]).astype(dtype).tobytes(), "<i8")[0])
+                for j in starts]
+    assert out.tolist() == [int(e) for e in expected]
+    assert [int(load_word(rows, 1, int(j))) for j in starts] == out.tolist()  # from Python, the same

@@ -1,4 +1,5 @@
-"""Bitboard rows written as one byte per cell, with whole 64-bit stores.
+"""Bitboard rows written as one byte per cell, with whole 64-bit stores (and read several
+rows at once, ``load_word``).
 
 A grid game keeps its board as bit rows and presents it as a byte per cell (observations,
 action masks). Written one byte at a time from a table, that unpacking is most of the cost
@@ -110,3 +111,62 @@ def _put_words(out, i, start, words, j, n):
                 out[i, start + 8 * w + b] = (v >> np.uint64(8 * b)) & np.uint64(255)
 
     return store_bytes
+
+
+def _word_loadable(rows) -> bool:
+    """Whether Numba type ``rows`` is a C-contiguous 2-D array of integers of 8 to 32 bits."""
+    return (isinstance(rows, types.Array) and rows.ndim == 2 and rows.layout == "C"
+            and isinstance(rows.dtype, types.Integer) and rows.dtype.bitwidth <= 32)
+
+
+@intrinsic
+def _load_word(typingctx, rows, i, j):
+    """The 8 bytes at ``&rows[i, j]`` as an int64, unaligned (little-endian: item ``j + k`` in
+    bits ``k * itemsize * 8`` and up)."""
+    if not (_word_loadable(rows) and isinstance(i, types.Integer) and isinstance(j, types.Integer)):
+        return None
+    sig = types.int64(rows, i, j)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        index = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:3], signature.args[1:3])]
+        ptr = cgutils.get_item_pointer2(context, builder, ary.data, cgutils.unpack_tuple(builder, ary.shape, 2),
+                                        cgutils.unpack_tuple(builder, ary.strides, 2), "C", index)
+        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return sig, codegen
+
+
+def load_word(rows, i, j):
+    """Items ``rows[i, j:j + k]`` (``k = 8 // itemsize``) packed into one int64, item ``j + m``
+    in bits ``m * 8 * itemsize`` and up: several bit rows read at once.
+
+    ``rows``: (n, cols) array of unsigned integers of 8, 16 or 32 bits with ``j + k <= cols``.
+    Compiled inline in Numba (one unaligned 64-bit load where ``rows`` is C-contiguous); from
+    Python, a plain loop.
+    """
+    bits = rows.dtype.itemsize * 8
+    word = 0
+    for m in range(64 // bits):
+        word |= int(rows[i, j + m]) << (bits * m)
+    return np.int64(word - (1 << 64) if word >= 1 << 63 else word)
+
+
+@overload(load_word)
+def _load_word_overload(rows, i, j):
+    if _word_loadable(rows):
+        def load_one(rows, i, j):
+            return _load_word(rows, i, j)
+
+        return load_one
+    if not (isinstance(rows, types.Array) and isinstance(rows.dtype, types.Integer)):
+        return None
+    bits = rows.dtype.bitwidth
+
+    def load_items(rows, i, j):
+        word = np.int64(0)
+        for m in range(64 // bits):
+            word |= np.int64(rows[i, j + m]) << (bits * m)
+        return word
+
+    return load_items

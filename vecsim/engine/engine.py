@@ -32,6 +32,9 @@ from vecsim.engine.telemetry import Telemetry, check_capacity
 from vecsim.engine.threads import start_thread_pool, threading_layer
 
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
+# The per-call action checks test ``type(actions) is _NDARRAY``: a module global, not
+# ``np.ndarray`` (one dictionary lookup instead of two on every call).
+_NDARRAY = np.ndarray
 _OK, _BAD_ACTION, _FINISHED_ENV, _ILLEGAL_ACTION, _ALIASED_ARRAY = 0, 1, 2, 3, 4
 PRECISIONS = ("float64", "float32")
 INVALID_ACTION_POLICIES = ("raise", "flag")
@@ -581,7 +584,7 @@ class Engine:
         """Check ``actions`` and return them as the kernel's array (no copy when they already are)."""
         # What the kernel's compiled signature takes (carray: C-contiguous, aligned, writeable);
         # anything else is checked and copied into the engine's own action array.
-        if (type(actions) is np.ndarray and actions.dtype == self._act_dtype and actions.shape == self._act_shape
+        if (type(actions) is _NDARRAY and actions.dtype == self._act_dtype and actions.shape == self._act_shape
                 and actions.flags.carray):
             return actions
         try:
@@ -808,7 +811,7 @@ class Engine:
         if self._closed or not self._has_reset:
             self.check_open()
             self.check_started()
-        acts = (actions if type(actions) is np.ndarray and actions.dtype == self._act_dtype
+        acts = (actions if type(actions) is _NDARRAY and actions.dtype == self._act_dtype
                 and actions.shape == self._act_shape and actions.flags.carray else self.coerce_actions(actions))
         result = self.result
         result.done_mask = None  # until the kernel has filled the mask again
@@ -833,7 +836,7 @@ class Engine:
         Returns views ``(obs, rewards, terminals, truncations)`` overwritten by the next call.
         """
         entry = self._fast_step
-        if (entry is not None and type(actions) is np.ndarray and actions.dtype is self._act_dtype
+        if (entry is not None and type(actions) is _NDARRAY and actions.dtype is self._act_dtype
                 and actions.shape == self._act_shape and actions.flags.carray):
             result = self.result  # _forget_done, inlined
             result.done_mask = None
@@ -846,7 +849,7 @@ class Engine:
         if self._closed or not self._has_reset:
             self.check_open()
             self.check_started()
-        acts = (actions if type(actions) is np.ndarray and actions.dtype == self._act_dtype
+        acts = (actions if type(actions) is _NDARRAY and actions.dtype == self._act_dtype
                 and actions.shape == self._act_shape and actions.flags.carray else self.coerce_actions(actions))
         result = self.result  # _forget_done, inlined
         result.done_mask = None
