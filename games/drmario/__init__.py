@@ -16,8 +16,8 @@ Action Space (``mode="decision"``, the default)
     ends, and plans the new decision exactly inside the kernel. ``info["action_mask"]`` (and
     ``action_masks()``) are the feasible placements; the mask is binding: an infeasible
     placement raises ``ValueError``, or with the engine's ``invalid_action="flag"`` leaves the
-    env as it was: the same decision, its info that of the step that reached it (``tau``
-    included), reward 0 and the ``invalid_action`` event set.
+    env as it was: the same decision, its info that of the step that reached it but ``tau``
+    and ``tiles_cleared`` 0 (no frame played), reward 0 and the ``invalid_action`` event set.
 Action Space (``mode="frame"``)
     ``Discrete(16)``: one frame's controller, ``dpad * 4 + rotation`` with ``dpad`` 0 none,
     1 Left, 2 Right, 3 Down and ``rotation`` 0 none, 1 A (clockwise), 2 B (counter-clockwise),
@@ -90,7 +90,7 @@ from vecsim.core.jit import exact
 from vecsim.core.rng import randint
 from vecsim.games.drmario import rules
 from vecsim.games.drmario.rules import TELEMETRY  # noqa: F401 (the game's telemetry kinds)
-from vecsim.games.drmario.state import N_PLACEMENTS, State, allocate
+from vecsim.games.drmario.state import N_PLACEMENTS, SCRATCH_FIELDS, State, allocate
 from vecsim.games.drmario.tables import BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, LFSR_CYCLE_LENGTH, POWER_ON_CYCLE
 
 NAME = "DrMario"
@@ -102,6 +102,7 @@ STRUCTURAL = ("mode",)
 EVENTS = ("locks", "spawns", "match_groups", "match_rounds", "viruses_cleared", "tiles_cleared",
           "drop_passes", "speed_ups")
 PHYSICAL_STATE = ()
+SCRATCH_STATE = SCRATCH_FIELDS
 KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16)
 OBS_SIZE = 136
 
@@ -217,6 +218,13 @@ def step_decision_env(s, p, i, actions, events, rng, telemetry=None):
     reward = s.frame_events[i, rules.EV_VIRUSES]
     _emit_events(s, i, events)
     return float(reward), s.outcome[i] != rules.PLAYING
+
+
+@exact
+def refuse_env(s, p, i):
+    """Decision mode: a refused placement (``invalid_action="flag"``) played no frame."""
+    if np.int64(param(p.mode, i)) == DECISION:
+        decision.refuse_decision(s, i)
 
 
 @exact
