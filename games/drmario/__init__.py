@@ -55,7 +55,8 @@ Episode End
     Terminated on clearing the level or on top-out; ``info["terminal_reason"]`` is 0 while
     playing, 1 cleared, 2 topped out. ``info["score"]`` is the internal score (display x10).
     Decision mode also ends with 3 (timeout) at the first decision point at or past
-    ``max_frames`` frames (0: never), and with 4 if the planner finds no placement.
+    ``max_frames`` frames (0: never), and with 4 if the planner finds no placement (its node
+    arrays hold every node a search can visit, so a search never stops short).
 Events
     ``locks``, ``spawns``, ``match_groups``, ``match_rounds``, ``viruses_cleared``,
     ``tiles_cleared``, ``drop_passes``, ``speed_ups`` in the step.
@@ -70,11 +71,13 @@ Arguments
     ``max_frames`` may differ per env, and ``engine.reset_envs(mask, seed, level=...,
     speed=...)`` sets them for the envs it resets.
 Memory
-    Decision mode keeps the planner's scratch in each env's rows of the state: about 7.6 MB
-    an env (the search's visited bitmap at the slowest gravity and its node arrays), most of
-    it resident once the env has planned (the kernel maps it in large pages). A batch that
-    would not fit in the memory available is refused with ``MemoryError`` at construction;
-    ``mode="frame"`` keeps under 2 KB an env.
+    Decision mode keeps about 100 KB an env: its outputs and the part of its last search's
+    tree that leads to the locks (the step reads the chosen script off it). The search itself
+    runs on scratch of the thread stepping the env (``SCRATCH_STATE``): the visited bitmap at
+    the slowest gravity and node arrays that no search can outgrow, about 170 MB a thread of
+    which a search maps only what it reaches. A batch that would not fit in the memory
+    available is refused with ``MemoryError`` at construction; ``mode="frame"`` keeps under
+    2 KB an env.
 Version History
     v0: first version.
 """

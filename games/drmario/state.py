@@ -22,9 +22,9 @@ VISITED_BYTES = (int(SPEED_TABLE.max()) + 1) << 15
 NODE_CAPACITY = VISITED_BYTES * 8
 #: Frames a placement's script may take: the pill locks within 16 rows of gravity.
 SCRIPT_CAPACITY = 16 * (int(SPEED_TABLE.max()) + 1)
-#: Nodes of a search's tree kept per env for the step (up to the last lock's node); a search
+#: Nodes of a search's tree kept per env for the step (up to the last lock's node; int16 parents); a search
 #: that needs more is run again by the step (``decision.write_script``).
-TREE_CAPACITY = 1 << 13
+TREE_CAPACITY = 1 << 15
 #: Decision mode's fields that are the thread's scratch, not the env's (``SCRATCH_STATE``).
 SCRATCH_FIELDS = ("search_visited", "search_parent", "search_button", "search_nodes", "search_script", "search_fit",
                   "search_pred_start", "search_pred", "search_useful", "search_queue")
