@@ -71,8 +71,8 @@ Arguments
     ``max_frames`` may differ per env, and ``engine.reset_envs(mask, seed, level=...,
     speed=...)`` sets them for the envs it resets.
 Memory
-    Decision mode keeps about 100 KB an env: its outputs and the part of its last search's
-    tree that leads to the locks (the step reads the chosen script off it). The search itself
+    Decision mode keeps about 17 KB an env: its outputs and the paths of its last search's
+    tree to the locks (the step reads the chosen script off them). The search itself
     runs on scratch of the thread stepping the env (``SCRATCH_STATE``): the visited bitmap at
     the slowest gravity and node arrays that no search can outgrow, about 170 MB a thread of
     which a search maps only what it reaches. A batch that would not fit in the memory

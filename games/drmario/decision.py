@@ -4,9 +4,9 @@
 
 A decision point is a falling pill that is controllable on the next frame (``next_action`` is
 ``FALLING``), as ``planners/drmario.py`` defines it. The search runs on the scratch rows of
-the thread that steps the env (``vecsim.core.scratch``); the env keeps the part of its tree
-that leads to the locks (``games/drmario/state.py``), from which the step reads the chosen
-placement's script.
+the thread that steps the env (``vecsim.core.scratch``); the env keeps the paths of its tree
+to the locks (``games/drmario/state.py``), from which the step reads the chosen placement's
+script.
 """
 
 import numpy as np
@@ -42,19 +42,40 @@ def search_env(s, i, r):
 
 @exact
 def plan_env(s, i):
-    """``search_env`` on this thread's scratch, then the tree up to the last lock's node
-    kept in the env's ``plan_parent`` and ``plan_button`` for the step (``plan_kept``)."""
+    """``search_env`` on this thread's scratch, then the paths of its tree to the locks kept
+    in the env's ``plan_parent`` and ``plan_button`` for the step (``plan_kept``), the lock
+    nodes renumbered to match."""
     r = thread_row()
     n = search_env(s, i, r)
     last = 0
     for a in range(s.plan_lock_node.shape[1]):
         last = max(last, s.plan_lock_node[i, a])
-    kept = n > 0 and last < s.plan_parent.shape[1]
+    # The node slots are free once the visited bitmap is clear: each node's new index there.
+    parent, button, index = s.search_parent[r], s.search_button[r], s.search_nodes[r]
+    for k in range(last + 1):
+        index[k] = 0
+    index[0] = 1
+    for a in range(s.plan_lock_node.shape[1]):
+        k = s.plan_lock_node[i, a]
+        while k > 0 and index[k] == 0:
+            index[k] = 1
+            k = parent[k]
+    kept = n > 0
+    m = 0
+    for k in range(last + 1):  # a parent comes before its children: renumbered first
+        if index[k] == 0:
+            continue
+        if m == s.plan_parent.shape[1]:
+            kept = False
+            break
+        index[k] = m
+        s.plan_parent[i, m] = -1 if k == 0 else index[parent[k]]
+        s.plan_button[i, m] = button[k]
+        m += 1
     if kept:
-        parent, button = s.search_parent[r], s.search_button[r]
-        for k in range(last + 1):
-            s.plan_parent[i, k] = parent[k]
-            s.plan_button[i, k] = button[k]
+        for a in range(s.plan_lock_node.shape[1]):
+            if s.plan_lock_node[i, a] >= 0:
+                s.plan_lock_node[i, a] = index[s.plan_lock_node[i, a]]
     s.plan_kept[i] = 1 if kept else 0
     return n
 
@@ -83,16 +104,15 @@ def write_script(s, i, a):
     tree of the search its costs and mask come from (the env's kept tree, or the same search
     run again where it outgrew it); returns their count, its cost to lock, or 0 when that
     search locked no ``a``."""
-    node = s.plan_lock_node[i, a]
-    if node < 0:
+    if s.plan_lock_node[i, a] < 0:
         return 0
     r = thread_row()
     if s.plan_kept[i] == 1:
-        return script_from_tree(s.plan_parent[i], s.plan_button[i], node, s.plan_lock_button[i, a],
-                                s.search_script[r])
-    search_env(s, i, r)
-    return script_from_tree(s.search_parent[r], s.search_button[r], node, s.plan_lock_button[i, a],
-                            s.search_script[r])
+        return script_from_tree(s.plan_parent[i], s.plan_button[i], s.plan_lock_node[i, a],
+                                s.plan_lock_button[i, a], s.search_script[r])
+    search_env(s, i, r)  # the same search: the same costs, its own lock nodes
+    return script_from_tree(s.search_parent[r], s.search_button[r], s.plan_lock_node[i, a],
+                            s.plan_lock_button[i, a], s.search_script[r])
 
 
 @exact

@@ -22,9 +22,9 @@ VISITED_BYTES = (int(SPEED_TABLE.max()) + 1) << 15
 NODE_CAPACITY = VISITED_BYTES * 8
 #: Frames a placement's script may take: the pill locks within 16 rows of gravity.
 SCRIPT_CAPACITY = 16 * (int(SPEED_TABLE.max()) + 1)
-#: Nodes of a search's tree kept per env for the step (up to the last lock's node; int16 parents); a search
-#: that needs more is run again by the step (``decision.write_script``).
-TREE_CAPACITY = 1 << 15
+#: Nodes of a search's tree kept per env for the step (the paths to its locks, int16 parents);
+#: a search that needs more is run again by the step (``decision.write_script``).
+TREE_CAPACITY = 1 << 12
 #: Decision mode's fields that are the thread's scratch, not the env's (``SCRATCH_STATE``).
 SCRATCH_FIELDS = ("search_visited", "search_parent", "search_button", "search_nodes", "search_script", "search_fit",
                   "search_pred_start", "search_pred", "search_useful", "search_queue")
@@ -70,8 +70,8 @@ class State(NamedTuple):
     viruses_by_color: np.ndarray  # (N, 3) int64: viruses left, yellow, red, blue
     column_heights: np.ndarray  # (N, 8) int64: rows filled up to the highest tile of each column
     max_height: np.ndarray  # (N,) int64: the highest column
-    plan_kept: np.ndarray  # (N,) int64: 1 when plan_parent and plan_button hold the last search's tree, 0 when it outgrew them
-    plan_parent: np.ndarray  # (N, TREE_CAPACITY) int16: the last search's tree, each node's parent (nodes up to the last lock's)
+    plan_kept: np.ndarray  # (N,) int64: 1 when plan_parent and plan_button hold the last search's paths, 0 when they outgrew them
+    plan_parent: np.ndarray  # (N, TREE_CAPACITY) int16: the last search's paths to its locks, each node's parent
     plan_button: np.ndarray  # (N, TREE_CAPACITY) uint8: the controller byte into each of those nodes
     plan_lock_node: np.ndarray  # (N, 512) int32: the node before each placement's lock frame, -1 unreachable
     plan_lock_button: np.ndarray  # (N, 512) uint8: each placement's locking input

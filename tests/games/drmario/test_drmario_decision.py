@@ -138,7 +138,7 @@ def test_the_search_scratch_is_the_threads_and_the_env_keeps_a_small_tree(engine
     assert engine.game.scratch_state == SCRATCH_FIELDS
     for name in SCRATCH_FIELDS:
         assert getattr(engine.state, name).shape[0] == thread_rows()
-    assert state_bytes_per_env(engine.state, SCRATCH_FIELDS) < 120_000
+    assert state_bytes_per_env(engine.state, SCRATCH_FIELDS) < 20_000
     assert not set(SCRATCH_FIELDS) & set(engine.env_values(0))
 
 
