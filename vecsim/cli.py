@@ -304,7 +304,7 @@ def _size_text(size) -> str:
 # -- demo -----------------------------------------------------------------------------------
 def _envs_that_fit(game_id: str, num_envs: int) -> int:
     """``num_envs``, or fewer where the game's state for so many would take more than a
-    quarter of the memory available (a game whose planner keeps megabytes of scratch per env)."""
+    quarter of the memory available, its thread scratch (``SCRATCH_STATE``) counted once."""
     from vecsim.core import buffers
     from vecsim.engine.engine import build_params
 

@@ -70,7 +70,7 @@ class State(NamedTuple):
     viruses_by_color: np.ndarray  # (N, 3) int64: viruses left, yellow, red, blue
     column_heights: np.ndarray  # (N, 8) int64: rows filled up to the highest tile of each column
     max_height: np.ndarray  # (N,) int64: the highest column
-    plan_kept: np.ndarray  # (N,) int64: 1 when plan_parent and plan_button hold the last search's paths, 0 when they outgrew them
+    plan_kept: np.ndarray  # (N,) int64: 1 when plan_parent and plan_button hold the last search's paths, else 0
     plan_parent: np.ndarray  # (N, TREE_CAPACITY) int16: the last search's paths to its locks, each node's parent
     plan_button: np.ndarray  # (N, TREE_CAPACITY) uint8: the controller byte into each of those nodes
     plan_lock_node: np.ndarray  # (N, 512) int32: the node before each placement's lock frame, -1 unreachable
