@@ -49,13 +49,22 @@ def test_num_envs_not_an_int(game_id, num_envs):
 def test_a_batch_beyond_the_memory_available_is_refused_before_any_allocation(monkeypatch):
     from vecsim.cli import _envs_that_fit
     from vecsim.core import buffers
+    from vecsim.engine.engine import build_params
 
-    monkeypatch.setattr(buffers, "available_memory", lambda: 10_000_000)  # 10 MB
-    with pytest.raises(MemoryError, match=r"DrMario .* 7\.\d\d MB of state per env: num_envs=2 needs "
-                                          r"0\.0 GB, more than the 0\.0 GB .* \(at most 1\)"):
-        vecsim.make("DrMario-v0", 2)  # decision mode: the planner's scratch
+    game = vecsim.resolve("vecsim/DrMario-v0")  # decision mode: a planner's scratch per thread
+    one = game.allocate_state(1, np.float64, build_params(game, 1, np.float64, {})[2])
+    per_env = buffers.state_bytes_per_env(one, game.scratch_state)
+    shared = buffers.state_bytes_shared(one, game.scratch_state)
+    assert shared > 1000 * per_env > 0  # the thread scratch is counted once, not per env
+    monkeypatch.setattr(buffers, "available_memory", lambda: shared + 100 * per_env)
+    with pytest.raises(MemoryError, match=r"DrMario .* MB of state per env and .* MB of thread scratch: "
+                                          r"num_envs=101 needs .* \(at most 100\)"):
+        vecsim.make("DrMario-v0", 101)
     assert vecsim.make("DrMario-v0", 1000, mode="frame").num_envs == 1000
     # vecsim demo plays such a game with fewer envs rather than fail
+    monkeypatch.setattr(buffers, "available_memory", lambda: 4 * (shared + 100 * per_env))
+    assert _envs_that_fit("vecsim/DrMario-v0", 4096) == 100
+    monkeypatch.setattr(buffers, "available_memory", lambda: 10_000_000)  # 10 MB
     assert _envs_that_fit("vecsim/DrMario-v0", 4096) == 1
     assert _envs_that_fit("vecsim/CartPole-v1", 4096) == 4096
     monkeypatch.setattr(buffers, "available_memory", lambda: None)  # not known: no limit

@@ -304,7 +304,7 @@ def _size_text(size) -> str:
 # -- demo -----------------------------------------------------------------------------------
 def _envs_that_fit(game_id: str, num_envs: int) -> int:
     """``num_envs``, or fewer where the game's state for so many would take more than a
-    quarter of the memory available (a game whose planner keeps megabytes of scratch per env)."""
+    quarter of the memory available, its thread scratch (``SCRATCH_STATE``) counted once."""
     from vecsim.core import buffers
     from vecsim.engine.engine import build_params
 
@@ -313,8 +313,10 @@ def _envs_that_fit(game_id: str, num_envs: int) -> int:
         return num_envs
     game = vecsim.resolve(game_id)
     _, _, scalar = build_params(game, 1, np.float64, {})
-    per_env = buffers.state_bytes_per_env(game.allocate_state(1, np.float64, scalar))
-    return int(max(1, min(num_envs, available // 4 // max(per_env, 1))))
+    state = game.allocate_state(1, np.float64, scalar)
+    per_env = buffers.state_bytes_per_env(state, game.scratch_state)
+    budget = available // 4 - buffers.state_bytes_shared(state, game.scratch_state)
+    return int(max(1, min(num_envs, budget // max(per_env, 1))))
 
 
 def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):

@@ -540,7 +540,8 @@ def _engine_snapshot(eng) -> dict:
     named = {"obs": eng.obs, "rewards": eng.rewards, "terminals": eng.terminals, "truncations": eng.truncations,
              "masks": eng.masks, "events": eng.events, "elapsed": eng.elapsed, "rng": eng.rng}
     for name, arr in zip(eng.state._fields, eng.state):
-        named[f"state.{name}"] = arr
+        if name not in eng.game.scratch_state:  # a thread's, not an env's: nothing to compare
+            named[f"state.{name}"] = arr
     return {name: np.array(arr, copy=True) for name, arr in named.items()}
 
 

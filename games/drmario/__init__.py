@@ -16,8 +16,8 @@ Action Space (``mode="decision"``, the default)
     ends, and plans the new decision exactly inside the kernel. ``info["action_mask"]`` (and
     ``action_masks()``) are the feasible placements; the mask is binding: an infeasible
     placement raises ``ValueError``, or with the engine's ``invalid_action="flag"`` leaves the
-    env as it was: the same decision, its info that of the step that reached it (``tau``
-    included), reward 0 and the ``invalid_action`` event set.
+    env as it was: the same decision, its info that of the step that reached it but ``tau``
+    and ``tiles_cleared`` 0 (no frame played), reward 0 and the ``invalid_action`` event set.
 Action Space (``mode="frame"``)
     ``Discrete(16)``: one frame's controller, ``dpad * 4 + rotation`` with ``dpad`` 0 none,
     1 Left, 2 Right, 3 Down and ``rotation`` 0 none, 1 A (clockwise), 2 B (counter-clockwise),
@@ -55,7 +55,8 @@ Episode End
     Terminated on clearing the level or on top-out; ``info["terminal_reason"]`` is 0 while
     playing, 1 cleared, 2 topped out. ``info["score"]`` is the internal score (display x10).
     Decision mode also ends with 3 (timeout) at the first decision point at or past
-    ``max_frames`` frames (0: never), and with 4 if the planner finds no placement.
+    ``max_frames`` frames (0: never), and with 4 if the planner finds no placement (its node
+    arrays hold every node a search can visit, so a search never stops short).
 Events
     ``locks``, ``spawns``, ``match_groups``, ``match_rounds``, ``viruses_cleared``,
     ``tiles_cleared``, ``drop_passes``, ``speed_ups`` in the step.
@@ -70,11 +71,13 @@ Arguments
     ``max_frames`` may differ per env, and ``engine.reset_envs(mask, seed, level=...,
     speed=...)`` sets them for the envs it resets.
 Memory
-    Decision mode keeps the planner's scratch in each env's rows of the state: about 7.6 MB
-    an env (the search's visited bitmap at the slowest gravity and its node arrays), most of
-    it resident once the env has planned (the kernel maps it in large pages). A batch that
-    would not fit in the memory available is refused with ``MemoryError`` at construction;
-    ``mode="frame"`` keeps under 2 KB an env.
+    Decision mode keeps about 17 KB an env: its outputs and the paths of its last search's
+    tree to the locks (the step reads the chosen script off them). The search itself
+    runs on scratch of the thread stepping the env (``SCRATCH_STATE``): the visited bitmap at
+    the slowest gravity and node arrays that no search can outgrow, about 170 MB a thread of
+    which a search maps only what it reaches. A batch that would not fit in the memory
+    available is refused with ``MemoryError`` at construction; ``mode="frame"`` keeps under
+    2 KB an env.
 Version History
     v0: first version.
 """
@@ -90,7 +93,7 @@ from vecsim.core.jit import exact
 from vecsim.core.rng import randint
 from vecsim.games.drmario import rules
 from vecsim.games.drmario.rules import TELEMETRY  # noqa: F401 (the game's telemetry kinds)
-from vecsim.games.drmario.state import N_PLACEMENTS, State, allocate
+from vecsim.games.drmario.state import N_PLACEMENTS, SCRATCH_FIELDS, State, allocate
 from vecsim.games.drmario.tables import BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, LFSR_CYCLE_LENGTH, POWER_ON_CYCLE
 
 NAME = "DrMario"
@@ -102,6 +105,7 @@ STRUCTURAL = ("mode",)
 EVENTS = ("locks", "spawns", "match_groups", "match_rounds", "viruses_cleared", "tiles_cleared",
           "drop_passes", "speed_ups")
 PHYSICAL_STATE = ()
+SCRATCH_STATE = SCRATCH_FIELDS
 KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16)
 OBS_SIZE = 136
 
@@ -217,6 +221,13 @@ def step_decision_env(s, p, i, actions, events, rng, telemetry=None):
     reward = s.frame_events[i, rules.EV_VIRUSES]
     _emit_events(s, i, events)
     return float(reward), s.outcome[i] != rules.PLAYING
+
+
+@exact
+def refuse_env(s, p, i):
+    """Decision mode: a refused placement (``invalid_action="flag"``) played no frame."""
+    if np.int64(param(p.mode, i)) == DECISION:
+        decision.refuse_decision(s, i)
 
 
 @exact

@@ -3,9 +3,10 @@
 (``vecsim.planners.drmario``) run inside the step for the new decision's costs.
 
 A decision point is a falling pill that is controllable on the next frame (``next_action`` is
-``FALLING``), as ``planners/drmario.py`` defines it. The planner's scratch is the env's own
-rows of the ``State`` (``games/drmario/state.py``): the search that gave a decision its costs
-leaves its tree there, and the step reads the chosen placement's script from it.
+``FALLING``), as ``planners/drmario.py`` defines it. The search runs on the scratch rows of
+the thread that steps the env (``vecsim.core.scratch``); the env keeps the paths of its tree
+to the locks (``games/drmario/state.py``), from which the step reads the chosen placement's
+script.
 """
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy as np
 # when the kernels compile, after both modules finished importing.
 import vecsim.planners.drmario as _planner
 from vecsim.core.jit import exact
+from vecsim.core.scratch import thread_row
 from vecsim.games.drmario import rules
 from vecsim.games.drmario.tables import EMPTY, VIRUS
 
@@ -24,48 +26,102 @@ STEP_FRAME_CAP = 1 << 16
 
 
 @exact
-def plan_env(s, i):
-    """The planner's search from env ``i``'s decision point: costs into ``s.cost_to_lock[i]``,
-    the search tree into its scratch rows. Returns the number of visited nodes, or a negative
-    number when the search outgrew ``NODE_CAPACITY``."""
+def search_env(s, i, r):
+    """The planner's search from env ``i``'s decision point on thread scratch row ``r``:
+    costs into ``s.cost_to_lock[i]``, each placement's lock node and input into the env's
+    ``plan_lock_node`` and ``plan_lock_button``, the tree into the row. Returns the number of
+    visited nodes (a search never outgrows ``NODE_CAPACITY``)."""
     n = _planner.search(s.board, i, rules.gravity_threshold(s, i), s.x[i], s.y[i], s.rot[i], s.speed_counter[i],
                         s.hor_velocity[i], s.held[i], s.fc[i], s.cost_to_lock[i], s.plan_lock_node[i],
-                        s.plan_lock_button[i], s.plan_parent[i], s.plan_button[i], s.plan_nodes[i],
-                        s.plan_visited[i], s.plan_fit[i].reshape((2, 17, 10)), s.plan_pred_start[i], s.plan_pred[i], s.plan_useful[i],
-                        s.plan_queue[i])
-    _planner.clear_visited(s.plan_visited[i], s.plan_nodes[i], abs(n))
+                        s.plan_lock_button[i], s.search_parent[r], s.search_button[r], s.search_nodes[r],
+                        s.search_visited[r], s.search_fit[r].reshape((2, 17, 10)), s.search_pred_start[r],
+                        s.search_pred[r], s.search_useful[r], s.search_queue[r])
+    _planner.clear_visited(s.search_visited[r], s.search_nodes[r], abs(n))
     return n
 
 
 @exact
-def write_script(s, i, a):
-    """Placement ``a``'s controller bytes into ``s.plan_script[i]``, read off the search tree
-    that the env's last search left in its scratch rows (the one its costs and mask come
-    from); returns their count, its cost to lock, or 0 when that search locked no ``a``."""
-    node = s.plan_lock_node[i, a]
-    if node < 0:
-        return 0
+def plan_env(s, i):
+    """``search_env`` on this thread's scratch, then the paths of its tree to the locks kept
+    in the env's ``plan_parent`` and ``plan_button`` for the step (``plan_kept``), the lock
+    nodes renumbered to match."""
+    r = thread_row()
+    n = search_env(s, i, r)
+    last = 0
+    for a in range(s.plan_lock_node.shape[1]):
+        last = max(last, s.plan_lock_node[i, a])
+    # The node slots are free once the visited bitmap is clear: each node's new index there.
+    parent, button, index = s.search_parent[r], s.search_button[r], s.search_nodes[r]
+    for k in range(last + 1):
+        index[k] = 0
+    index[0] = 1
+    for a in range(s.plan_lock_node.shape[1]):
+        k = s.plan_lock_node[i, a]
+        while k > 0 and index[k] == 0:
+            index[k] = 1
+            k = parent[k]
+    kept = n > 0
+    m = 0
+    for k in range(last + 1):  # a parent comes before its children: renumbered first
+        if index[k] == 0:
+            continue
+        if m == s.plan_parent.shape[1]:
+            kept = False
+            break
+        index[k] = m
+        s.plan_parent[i, m] = -1 if k == 0 else index[parent[k]]
+        s.plan_button[i, m] = button[k]
+        m += 1
+    if kept:
+        for a in range(s.plan_lock_node.shape[1]):
+            if s.plan_lock_node[i, a] >= 0:
+                s.plan_lock_node[i, a] = index[s.plan_lock_node[i, a]]
+    s.plan_kept[i] = 1 if kept else 0
+    return n
+
+
+@exact
+def script_from_tree(parent, button, node, lock_button, script):
+    """The controller bytes of the path to tree node ``node``, then ``lock_button``, into
+    ``script``; returns their count."""
     length = 1
-    while node > 0:
+    k = node
+    while k > 0:
         length += 1
-        node = s.plan_parent[i, node]
-    script = s.plan_script[i]
-    script[length - 1] = s.plan_lock_button[i, a]
-    node = s.plan_lock_node[i, a]
-    k = length - 2
-    while node > 0:
-        script[k] = s.plan_button[i, node]
-        node = s.plan_parent[i, node]
-        k -= 1
+        k = parent[k]
+    script[length - 1] = lock_button
+    k, f = node, length - 2
+    while k > 0:
+        script[f] = button[k]
+        k = parent[k]
+        f -= 1
     return length
 
 
 @exact
+def write_script(s, i, a):
+    """Placement ``a``'s controller bytes into this thread's ``s.search_script``, read off the
+    tree of the search its costs and mask come from (the env's kept tree, or the same search
+    run again where it outgrew it); returns their count, its cost to lock, or 0 when that
+    search locked no ``a``."""
+    if s.plan_lock_node[i, a] < 0:
+        return 0
+    r = thread_row()
+    if s.plan_kept[i] == 1:
+        return script_from_tree(s.plan_parent[i], s.plan_button[i], s.plan_lock_node[i, a],
+                                s.plan_lock_button[i, a], s.search_script[r])
+    search_env(s, i, r)  # the same search: the same costs, its own lock nodes
+    return script_from_tree(s.search_parent[r], s.search_button[r], s.plan_lock_node[i, a],
+                            s.plan_lock_button[i, a], s.search_script[r])
+
+
+@exact
 def play_to_decision(s, i, length, telemetry=None):
-    """Play ``s.plan_script[i, :length]``, then frames with no input until the next decision
-    point or the game's end (at most ``STEP_FRAME_CAP`` frames). Returns the frames played."""
+    """Play this thread's ``s.search_script[:length]`` (``write_script``), then frames with no
+    input until the next decision point or the game's end (at most ``STEP_FRAME_CAP`` frames).
+    Returns the frames played."""
     f = 0
-    script = s.plan_script[i]
+    script = s.search_script[thread_row()]
     while f < STEP_FRAME_CAP:
         if f >= length and (s.outcome[i] != rules.PLAYING or s.next_action[i] == rules.FALLING):
             return f
@@ -110,8 +166,7 @@ def next_decision(s, i, max_frames):
         s.outcome[i] = rules.TIMEOUT
     feasible = False
     if s.outcome[i] == rules.PLAYING:
-        n = plan_env(s, i)
-        if n > 0:
+        if plan_env(s, i) > 0:
             for a in range(s.cost_to_lock.shape[1]):
                 if s.cost_to_lock[i, a] != UNREACHABLE:
                     feasible = True
@@ -150,3 +205,11 @@ def step_decision(s, i, a, max_frames, telemetry=None):
 def write_feasible_mask(s, i, masks):
     for a in range(s.cost_to_lock.shape[1]):
         masks[i, a] = s.cost_to_lock[i, a] != UNREACHABLE
+
+
+@exact
+def refuse_decision(s, i):
+    """A placement refused under ``invalid_action="flag"`` plays no frame and clears nothing."""
+    s.tau[i] = 0
+    for k in range(3):
+        s.tiles_cleared[i, k] = 0

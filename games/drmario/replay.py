@@ -5,7 +5,7 @@ import numpy as np
 
 from vecsim.core.jit import exact
 from vecsim.games.drmario import rules
-from vecsim.games.drmario.state import State, allocate
+from vecsim.games.drmario.state import SCRATCH_FIELDS, State, allocate
 from vecsim.games.drmario.tables import VIRUS
 
 #: LFSR state whose reserve is the ROM's demo pill table.
@@ -20,8 +20,9 @@ def frames(s, buttons):
 
 
 def take(s: State, rows: np.ndarray) -> State:
-    """A new ``State`` of the given rows (copies)."""
-    return State(*(a[rows] for a in s))
+    """A new ``State`` of the given rows (copies); the thread scratch (``SCRATCH_FIELDS``),
+    which holds nothing between steps, shared."""
+    return State(*(a if name in SCRATCH_FIELDS else a[rows] for name, a in zip(State._fields, s)))
 
 
 def demo_start(board: np.ndarray, n: int = 1) -> State:

@@ -1,23 +1,33 @@
 """The structure-of-arrays state of a batch of Dr. Mario games (one row per env).
 
 The fields after ``frame_events`` are decision mode's (``decision=True``; zero columns in
-frame mode): its per-step outputs, then the planner's scratch, one row per env because
-each env's search runs on whichever thread steps it."""
+frame mode): its per-step outputs, what the step keeps of the last search (the tree to each
+placement's lock), then the search's scratch (``SCRATCH_FIELDS``): ``R`` rows, one for each
+of Numba's threads (``vecsim.core.scratch``), not one an env."""
 
 from typing import NamedTuple
 
 import numpy as np
 
 from vecsim.core import buffers as placed
+from vecsim.core import scratch
 from vecsim.games.drmario.rules import N_FRAME_EVENTS
 from vecsim.games.drmario.tables import SPEED_TABLE
 
 N_PLACEMENTS = 512
-#: Nodes a search may visit (``planners/drmario.search``; about twice the most seen, at low
-#: speed level 0); a search that needs more ends the episode (``rules.NO_PLACEMENT``).
-NODE_CAPACITY = 1 << 19
 #: Bytes of the search's visited bitmap at the slowest gravity (``(T + 1) << 15``).
 VISITED_BYTES = (int(SPEED_TABLE.max()) + 1) << 15
+#: Nodes a search may visit: one a bit of the visited bitmap, so no search outgrows it (its
+#: pages are mapped only as far as a search reaches).
+NODE_CAPACITY = VISITED_BYTES * 8
+#: Frames a placement's script may take: the pill locks within 16 rows of gravity.
+SCRIPT_CAPACITY = 16 * (int(SPEED_TABLE.max()) + 1)
+#: Nodes of a search's tree kept per env for the step (the paths to its locks, int16 parents);
+#: a search that needs more is run again by the step (``decision.write_script``).
+TREE_CAPACITY = 1 << 12
+#: Decision mode's fields that are the thread's scratch, not the env's (``SCRATCH_STATE``).
+SCRATCH_FIELDS = ("search_visited", "search_parent", "search_button", "search_nodes", "search_script", "search_fit",
+                  "search_pred_start", "search_pred", "search_useful", "search_queue")
 
 
 class State(NamedTuple):
@@ -60,19 +70,21 @@ class State(NamedTuple):
     viruses_by_color: np.ndarray  # (N, 3) int64: viruses left, yellow, red, blue
     column_heights: np.ndarray  # (N, 8) int64: rows filled up to the highest tile of each column
     max_height: np.ndarray  # (N,) int64: the highest column
-    plan_visited: np.ndarray  # (N, VISITED_BYTES) uint8 planner scratch: visited bitmap, 0 between searches
-    plan_parent: np.ndarray  # (N, NODE_CAPACITY) int32 planner scratch: the search tree's parents
-    plan_button: np.ndarray  # (N, NODE_CAPACITY) uint8 planner scratch: the controller byte into each node
-    plan_nodes: np.ndarray  # (N, NODE_CAPACITY) int32 planner scratch: each node's packed slot (< 2 ** 25)
-    plan_script: np.ndarray  # (N, NODE_CAPACITY) uint8 planner scratch: the chosen placement's inputs
-    plan_lock_node: np.ndarray  # (N, 512) int64 planner scratch: node before each placement's lock frame
-    plan_lock_button: np.ndarray  # (N, 512) uint8 planner scratch: each placement's locking input
-    plan_fit: np.ndarray  # (N, 340) bool planner scratch: fit table, (2, 17, 10) an env
-    plan_pred_start: np.ndarray  # (N, 513) int64 planner scratch: pose graph offsets
-    plan_pred: np.ndarray  # (N, 3584) int64 planner scratch: pose graph predecessors
-    plan_useful: np.ndarray  # (N, 512) uint8 planner scratch
-    plan_queue: np.ndarray  # (N, 512) int64 planner scratch
-
+    plan_kept: np.ndarray  # (N,) int64: 1 when plan_parent and plan_button hold the last search's paths, else 0
+    plan_parent: np.ndarray  # (N, TREE_CAPACITY) int16: the last search's paths to its locks, each node's parent
+    plan_button: np.ndarray  # (N, TREE_CAPACITY) uint8: the controller byte into each of those nodes
+    plan_lock_node: np.ndarray  # (N, 512) int32: the node before each placement's lock frame, -1 unreachable
+    plan_lock_button: np.ndarray  # (N, 512) uint8: each placement's locking input
+    search_visited: np.ndarray  # (R, VISITED_BYTES) uint8 thread scratch: visited bitmap, 0 between searches
+    search_parent: np.ndarray  # (R, NODE_CAPACITY) int32 thread scratch: the search tree's parents
+    search_button: np.ndarray  # (R, NODE_CAPACITY) uint8 thread scratch: the controller byte into each node
+    search_nodes: np.ndarray  # (R, NODE_CAPACITY) int32 thread scratch: each node's packed slot
+    search_script: np.ndarray  # (R, SCRIPT_CAPACITY) uint8 thread scratch: the chosen placement's inputs
+    search_fit: np.ndarray  # (R, 340) bool thread scratch: fit table, (2, 17, 10)
+    search_pred_start: np.ndarray  # (R, 513) int64 thread scratch: pose graph offsets
+    search_pred: np.ndarray  # (R, 3584) int64 thread scratch: pose graph predecessors
+    search_useful: np.ndarray  # (R, 512) uint8 thread scratch
+    search_queue: np.ndarray  # (R, 512) int64 thread scratch
 
 def allocate(num_envs: int, decision: bool = False) -> State:
     """A zeroed ``State`` of ``num_envs`` rows (every board empty), with decision mode's
@@ -84,17 +96,22 @@ def allocate(num_envs: int, decision: bool = False) -> State:
         "cost_to_lock": ((N_PLACEMENTS * d,), np.uint16), "pill_colors": ((2 * d,), np.int64),
         "preview_colors": ((2 * d,), np.int64), "tiles_cleared": ((3 * d,), np.int64),
         "viruses_by_color": ((3 * d,), np.int64), "column_heights": ((8 * d,), np.int64),
-        "plan_visited": ((VISITED_BYTES * d,), np.uint8), "plan_parent": ((NODE_CAPACITY * d,), np.int32),
-        "plan_button": ((NODE_CAPACITY * d,), np.uint8), "plan_nodes": ((NODE_CAPACITY * d,), np.int32),
-        "plan_script": ((NODE_CAPACITY * d,), np.uint8), "plan_lock_node": ((N_PLACEMENTS * d,), np.int64),
-        "plan_lock_button": ((N_PLACEMENTS * d,), np.uint8), "plan_fit": ((2 * 17 * 10 * d,), np.bool_),
-        "plan_pred_start": ((513 * d,), np.int64), "plan_pred": ((N_PLACEMENTS * 7 * d,), np.int64),
-        "plan_useful": ((N_PLACEMENTS * d,), np.uint8), "plan_queue": ((N_PLACEMENTS * d,), np.int64),
+        "plan_parent": ((TREE_CAPACITY * d,), np.int16), "plan_button": ((TREE_CAPACITY * d,), np.uint8),
+        "plan_lock_node": ((N_PLACEMENTS * d,), np.int32), "plan_lock_button": ((N_PLACEMENTS * d,), np.uint8),
+    }
+    per_thread = {  # field -> (a thread's shape, dtype)
+        "search_visited": ((VISITED_BYTES * d,), np.uint8), "search_parent": ((NODE_CAPACITY * d,), np.int32),
+        "search_button": ((NODE_CAPACITY * d,), np.uint8), "search_nodes": ((NODE_CAPACITY * d,), np.int32),
+        "search_script": ((SCRIPT_CAPACITY * d,), np.uint8), "search_fit": ((2 * 17 * 10 * d,), np.bool_),
+        "search_pred_start": ((513 * d,), np.int64), "search_pred": ((N_PLACEMENTS * 7 * d,), np.int64),
+        "search_useful": ((N_PLACEMENTS * d,), np.uint8), "search_queue": ((N_PLACEMENTS * d,), np.int64),
     }
     fields = {}
     for name in State._fields:
         shape, dtype = wide.get(name, ((), np.int64))
-        if name in ("board", "reserve"):
+        if name in per_thread:
+            fields[name] = scratch.zeros(*per_thread[name])
+        elif name in ("board", "reserve"):
             fields[name] = placed.full((n,) + shape, 0xFF, dtype)
         else:
             fields[name] = placed.zeros((n,) + shape, dtype)

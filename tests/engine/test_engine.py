@@ -16,6 +16,7 @@ from gymnasium import spaces
 import vecsim
 import vecsim.engine.views
 from vecsim import Engine, ResetMask, StepResult
+from vecsim.core.scratch import thread_rows
 from vecsim.engine.engine import parallel_min_envs
 
 from conftest import FIXED_START, first_legal_actions, lenient, start_of
@@ -61,8 +62,8 @@ def test_buffers_have_documented_shapes_and_dtypes(engine):
     assert engine.events.shape == (n, len(engine.event_names)) and engine.events.dtype == np.int64
     assert engine.masks.shape[0] == n and engine.masks.dtype == np.bool_
     assert engine.rng.shape == (n, 2) and engine.rng.dtype == np.uint64
-    for field in engine.state:
-        assert field.shape[0] == n
+    for name, field in zip(engine.state._fields, engine.state):  # a thread's scratch has a row per thread
+        assert field.shape[0] == (thread_rows() if name in engine.game.scratch_state else n), name
 
 
 def test_parallel_auto_picks_serial_below_the_threshold(game_id):
@@ -873,7 +874,7 @@ def test_render_rgb_and_text(engine):
 
 def test_env_values_names_every_state_field(engine):
     values = engine.env_values(0)
-    assert set(values) == set(engine.state._fields)
+    assert set(values) == set(engine.state._fields) - set(engine.game.scratch_state)
 
 
 def test_close_is_idempotent_and_final(game_id):

@@ -200,6 +200,7 @@ def test_unregister_removes_the_gymnasium_id_too(walk_id):
 @pytest.mark.parametrize("name, value, message", [
     ("EVENTS", "reached", "EVENTS must be a tuple of names"),
     ("PHYSICAL_STATE", ("nowhere",), r"PHYSICAL_STATE names \['nowhere'\], which are not State fields"),
+    ("SCRATCH_STATE", ("nowhere",), r"SCRATCH_STATE names \['nowhere'\], which are not State fields"),
     ("enforce_mask", lambda p, i: True, "declares enforce_mask but no write_mask"),
 ])
 def test_malformed_optional_names_are_refused_naming_them(registered, monkeypatch, name, value, message):

@@ -94,6 +94,12 @@ def available_memory() -> int | None:
     return None
 
 
-def state_bytes_per_env(state) -> int:
-    """Bytes a structure-of-arrays state holds per env (its arrays' leading axis)."""
-    return sum(arr.nbytes // max(arr.shape[0], 1) for arr in state)
+def state_bytes_per_env(state, shared=()) -> int:
+    """Bytes a structure-of-arrays state (a ``NamedTuple``) holds per env (its arrays' leading
+    axis), the fields named in ``shared`` (a batch's, not an env's) left out."""
+    return sum(arr.nbytes // max(arr.shape[0], 1) for name, arr in zip(state._fields, state) if name not in shared)
+
+
+def state_bytes_shared(state, shared) -> int:
+    """Bytes of the fields named in ``shared`` (held once per batch, whatever its size)."""
+    return sum(arr.nbytes for name, arr in zip(state._fields, state) if name in shared)

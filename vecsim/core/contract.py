@@ -33,6 +33,12 @@ def no_mask(s, p, i, masks):
 
 
 @exact
+def no_refuse(s, p, i):
+    """``refuse_env`` of a game that keeps no step outputs in its state."""
+    return
+
+
+@exact
 def no_pre_step(s, p, i, actions):
     """``pre_step_env`` of a game that needs no separate pass."""
     return

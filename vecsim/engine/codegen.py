@@ -30,6 +30,7 @@ import numpy as np
 from numba.core.registry import CPUDispatcher
 
 from vecsim.engine.game import GameSpec
+from vecsim.engine.threads import start_thread_pool
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "templates" / "batch.py"
@@ -222,6 +223,7 @@ def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tabl
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
+        _link_thread_row(game)
         source = render_source(game, precision, discrete, functions, tables, telemetry)
         tag = _variant_tag(functions) + ("_telemetry" if telemetry else "")
         name = (f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}{tag}_"
@@ -229,6 +231,15 @@ def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tabl
         module = _import_generated(name, source)
         _LOADED[key] = module
         return module
+
+
+def _link_thread_row(game: GameSpec) -> None:
+    """Start Numba's thread pool before loading the kernels of a game with thread scratch
+    (``SCRATCH_STATE``): their ``thread_row`` (``numba.get_thread_id``) links to a symbol
+    that only the pool's start registers, and cached machine code that calls it crashes
+    the process without it."""
+    if game.scratch_state:
+        start_thread_pool()
 
 
 def load_game_module(game: GameSpec, path: pathlib.Path):
@@ -241,6 +252,7 @@ def load_game_module(game: GameSpec, path: pathlib.Path):
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
+        _link_thread_row(game)
         text = pathlib.Path(path).read_text()
         name = f"vecsim_{game.module.__name__.replace('.', '_')}_{pathlib.Path(path).stem}_{_fingerprint(game, text)}"
         module = _import_generated(name, text)

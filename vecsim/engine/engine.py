@@ -127,13 +127,15 @@ def check_state_fits(game: GameSpec, num_envs: int, one_env_state) -> None:
     """Raise ``MemoryError`` naming the sizes when ``num_envs`` envs of the state that
     ``one_env_state`` (a 1-env state) shows would not fit in the memory available now: a clear
     error instead of a process the system kills while the kernels fill the pages."""
-    per_env = placed.state_bytes_per_env(one_env_state)
+    per_env = placed.state_bytes_per_env(one_env_state, game.scratch_state)
+    shared = placed.state_bytes_shared(one_env_state, game.scratch_state)
     available = placed.available_memory()
-    if available is not None and per_env * num_envs > available:
-        raise MemoryError(f"{game.name} with these constants keeps {per_env / 1e6:.2f} MB of state per env: "
-                          f"num_envs={num_envs} needs {per_env * num_envs / 1e9:.1f} GB, more than the "
-                          f"{available / 1e9:.1f} GB of memory available; use fewer envs (at most "
-                          f"{available // max(per_env, 1)})")
+    if available is not None and per_env * num_envs + shared > available:
+        raise MemoryError(f"{game.name} with these constants keeps {per_env / 1e6:.2f} MB of state per env "
+                          f"and {shared / 1e6:.1f} MB of thread scratch: num_envs={num_envs} needs "
+                          f"{(per_env * num_envs + shared) / 1e9:.1f} GB, more than the {available / 1e9:.1f} GB "
+                          f"of memory available; use fewer envs (at most "
+                          f"{max(available - shared, 0) // max(per_env, 1)})")
 
 
 def compiled_entry(dispatcher, *args):
@@ -1028,7 +1030,8 @@ class Engine:
     def env_values(self, i: int) -> dict:
         """Env ``i``'s state fields as a dict of Python scalars / small arrays (for rendering)."""
         i = self.env_index(i)
-        return {name: (arr[i].item() if arr.ndim == 1 else arr[i].copy()) for name, arr in zip(self.state._fields, self.state)}
+        return {name: (arr[i].item() if arr.ndim == 1 else arr[i].copy())
+                for name, arr in zip(self.state._fields, self.state) if name not in self.game.scratch_state}
 
     def params_of(self, i: int):
         """The game's ``Params`` with env ``i``'s constants as scalars."""

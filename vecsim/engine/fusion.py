@@ -84,25 +84,28 @@ def _has_mask(game_module, mask_name: str) -> bool:
 
 
 @njit(**dict(EXACT_OPTIONS, inline="always"))
-def _never_refused(p, i, actions, events, masks):
+def _never_refused(s, p, i, actions, events, masks):
     return False
 
 
 def _refusal(game_module, opts: dict):
-    """For ``invalid_action="flag"``: the njit function ``f(p, i, actions, events, masks) ->
+    """For ``invalid_action="flag"``: the njit function ``f(s, p, i, actions, events, masks) ->
     bool``, whether env ``i``'s action lies outside its binding mask (the game's
     ``enforce_mask``). Then the env is not stepped: its events are zero but for the engine's
-    ``invalid_action`` column (after the game's own), which is 1; else that column is 0."""
+    ``invalid_action`` column (after the game's own), which is 1, and the game's ``refuse_env``
+    marks the step's outputs it keeps in the state; else that column is 0."""
     enforce = _inline_copy(game_module.enforce_mask, opts)
+    refuse_env = _inline_copy(contract_function(game_module, "refuse_env"), opts)
     n_events = len(getattr(game_module, "EVENTS", ()))
 
     @njit(**dict(opts, inline="always"))
     @_named_for((game_module.__name__,))
-    def refused(p, i, actions, events, masks):
+    def refused(s, p, i, actions, events, masks):
         if enforce(p, i) and not masks[i, actions[i]]:
             for k in range(n_events):
                 events[i, k] = 0
             events[i, n_events] = 1
+            refuse_env(s, p, i)
             return True
         events[i, n_events] = 0
         return False
@@ -143,7 +146,7 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
                 @njit(**opts)
                 @_named_for(key)
                 def fused(s, p, i, actions, events, rng, obs, masks):
-                    if refused(p, i, actions, events, masks):
+                    if refused(s, p, i, actions, events, masks):
                         reward, terminated = 0.0, False
                     else:
                         reward, terminated = step(s, p, i, actions, events, rng)
@@ -243,7 +246,7 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
                 for i in range(lo, hi):
                     if skip_due and was_done[i]:
                         continue
-                    if refused(p, i, actions, events, masks):
+                    if refused(s, p, i, actions, events, masks):
                         reward, terminated = 0.0, False
                     else:
                         reward, terminated = step(s, p, i, actions, events, rng)  # as step_and_write
@@ -263,7 +266,7 @@ def _step_with_ring(step, write_obs, mask, refused):
     ``step_and_write`` for a batch with a telemetry ring, to be compiled by the caller: the
     masked form (a game with telemetry is not one whose step loop vectorises)."""
     def fused(s, p, i, actions, events, rng, obs, masks, ring):
-        if refused(p, i, actions, events, masks):
+        if refused(s, p, i, actions, events, masks):
             reward, terminated = 0.0, False
         else:
             reward, terminated = step(s, p, i, actions, events, rng, ring)

@@ -28,6 +28,10 @@ Optional, with the default this reader gives:
 ``MAX_EPISODE_STEPS``          ``None`` (no truncation); ``REWARD_THRESHOLD``: ``None``
 ``EVENTS``                     ``()``: names of the per-step counters ``step_env`` writes
 ``PHYSICAL_STATE``             every ``State`` field: what ``env.unwrapped.state`` shows
+``SCRATCH_STATE``              ``()``: ``State`` fields that are the scratch of the thread running
+                               a step, not an env's (``vecsim.core.scratch``: leading axis
+                               ``thread_rows()``, a step reads row ``thread_row()``); left out of
+                               memory per env, ``env_values`` and the checkers' per-env views
 ``RENDER_FPS``                 30
 ``action_ok(p, actions, i)``   derived from the action space: ``0 <= a < n``, or every component
                                finite
@@ -35,6 +39,8 @@ Optional, with the default this reader gives:
 ``enforce_mask(p, i)``         none: a mask is advisory; with it an action outside the mask is
                                refused before the step, or with ``invalid_action="flag"`` not
                                stepped and flagged in the engine's ``invalid_action`` event
+``refuse_env(s, p, i)``        none: what such a refused step sets in env ``i``'s state (step
+                               outputs the game keeps there, such as frames played: 0)
 ``prepare_params(given)``      none: named choices (``action_mode="reach"``) to numbers
 ``check_params(values)``       none: raise ``ValueError`` for meaningless constants
 ``STRUCTURAL``                 ``()``: ``Params`` fields with one value for the whole batch
@@ -86,7 +92,7 @@ from types import ModuleType
 
 from gymnasium import spaces
 
-from vecsim.core.contract import KernelHints, no_mask, no_pre_step
+from vecsim.core.contract import KernelHints, no_mask, no_pre_step, no_refuse
 
 #: The ``State`` fields of a game with ``SEATS`` > 1, reported in every step's info.
 SEAT_FIELDS = ("acting_seat", "seat_rewards")
@@ -99,7 +105,7 @@ REQUIRED = (
 SPECIALISABLE = ("step_env", "step_env_fast", "write_mask")
 
 #: The ``@njit`` functions a kernel may call, with the stand-in for a game that has none.
-_KERNEL_DEFAULTS = {"write_mask": no_mask, "pre_step_env": no_pre_step}
+_KERNEL_DEFAULTS = {"write_mask": no_mask, "pre_step_env": no_pre_step, "refuse_env": no_refuse}
 
 
 def contract_function(module: ModuleType, name: str):
@@ -128,6 +134,8 @@ class GameSpec:
         The game's ``Params`` and ``State`` NamedTuples.
     events : tuple of str
     physical_state : tuple of str
+    scratch_state : tuple of str
+        ``State`` fields whose rows are threads', not envs' (``vecsim.core.scratch``).
     render_fps : int
     has_action_mask : bool
         Whether the game writes legal-action masks (it declares ``write_mask``).
@@ -173,6 +181,7 @@ class GameSpec:
     train_presets: dict = field(default_factory=dict)
     telemetry_events: tuple = ()
     callable_opponent: tuple | None = field(default=None)
+    scratch_state: tuple = ()
 
     # -- what the module computes, asked through the reader --------------------------------
     def observation_space(self, params) -> spaces.Space:
@@ -304,6 +313,10 @@ def load_game(module) -> GameSpec:
     unknown = [name for name in physical if name not in fields]
     if unknown:
         raise TypeError(f"{where}: PHYSICAL_STATE names {unknown}, which are not State fields {list(fields)}")
+    scratch = _names(mod, "SCRATCH_STATE", (), where)
+    unknown = [name for name in scratch if name not in fields]
+    if unknown:
+        raise TypeError(f"{where}: SCRATCH_STATE names {unknown}, which are not State fields {list(fields)}")
     if hasattr(mod, "enforce_mask") and getattr(mod, "write_mask", no_mask) is no_mask:
         raise TypeError(f"{where} declares enforce_mask but no write_mask: a binding mask needs a mask")
     if hasattr(mod, "enforce_mask") and "invalid_action" in events:
@@ -339,6 +352,7 @@ def load_game(module) -> GameSpec:
         train_presets=_train_presets(mod, where),
         telemetry_events=_telemetry_events(mod, where),
         callable_opponent=_callable_opponent(mod, where, seats),
+        scratch_state=scratch,
     )
 
 

@@ -100,6 +100,9 @@ def test_infeasible_placement_is_refused_or_flagged():
         eng.step_no_reset(bad)
     flag = vecsim.make(GAME, 2, parallel=False, seed=0x1234, invalid_action="flag", **FAST)
     flag.reset(seed=0)
+    flag.step_no_reset(np.array([int(np.flatnonzero(m)[0]) for m in flag.masks]))  # a step that played frames
+    assert (flag.info_arrays["tau"] > 0).all()
+    bad = np.array([int(np.flatnonzero(~flag.masks[0])[0]), int(np.flatnonzero(flag.masks[1])[0])])
     before = {name: getattr(flag.state, name)[0].copy() for name in CORE_FIELDS}
     costs = flag.info_arrays["cost_to_lock"][0].copy()
     result = flag.step_no_reset(bad)
@@ -109,6 +112,7 @@ def test_infeasible_placement_is_refused_or_flagged():
     for name, value in before.items():  # the same decision
         assert np.array_equal(getattr(flag.state, name)[0], value), name
     assert np.array_equal(flag.info_arrays["cost_to_lock"][0], costs)
+    assert flag.info_arrays["tau"][0] == 0 and list(flag.info_arrays["tiles_cleared"][0]) == [0, 0, 0]
     assert flag.info_arrays["tau"][1] > 0
 
 
@@ -124,6 +128,48 @@ def test_the_frame_cap_ends_the_episode_with_a_timeout():
     assert result.terminals[0] and eng.info_arrays["terminal_reason"][0] == rules.TIMEOUT
     assert frames[-2] < 150 <= frames[-1]  # the first decision point at or past the cap
     eng.close()
+
+
+def test_the_search_scratch_is_the_threads_and_the_env_keeps_a_small_tree(engine):
+    from vecsim.core.buffers import state_bytes_per_env
+    from vecsim.core.scratch import thread_rows
+    from vecsim.games.drmario.state import SCRATCH_FIELDS
+
+    assert engine.game.scratch_state == SCRATCH_FIELDS
+    for name in SCRATCH_FIELDS:
+        assert getattr(engine.state, name).shape[0] == thread_rows()
+    assert state_bytes_per_env(engine.state, SCRATCH_FIELDS) < 20_000
+    assert not set(SCRATCH_FIELDS) & set(engine.env_values(0))
+
+
+def test_a_step_searches_again_where_its_tree_was_not_kept():
+    twins = [vecsim.make(GAME, 4, parallel=False, seed=0x1234, **FAST) for _ in range(2)]
+    rng = np.random.default_rng(2)
+    for e in twins:
+        e.reset(seed=5)
+    for _ in range(12):
+        twins[1].state.plan_kept[:] = 0  # as a search that outgrew the kept tree leaves it
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in twins[0].masks])
+        results = [e.step(actions) for e in twins]
+        assert np.array_equal(results[0][0], results[1][0])
+        for key in ("tau", "cost_to_lock", "frame_count"):
+            assert np.array_equal(twins[0].info_arrays[key], twins[1].info_arrays[key]), key
+    for e in twins:
+        e.close()
+
+
+def test_a_parallel_batch_steps_as_the_serial_one():
+    runs = []
+    for parallel in (False, True):
+        e = vecsim.make(GAME, 40, parallel=parallel, seed=0x1234, **FAST)
+        e.reset(seed=9)
+        rng = np.random.default_rng(4)
+        for _ in range(6):
+            e.step(np.array([rng.choice(np.flatnonzero(m)) for m in e.masks]))
+        runs.append((e.state.board.copy(), e.info_arrays["tau"].copy(), e.info_arrays["cost_to_lock"].copy()))
+        e.close()
+    for a, b in zip(*runs):
+        assert np.array_equal(a, b)
 
 
 def test_reset_specs_per_env(engine):
