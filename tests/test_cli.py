@@ -19,10 +19,12 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def run_vecsim(*args, module="vecsim.cli", check=True, cache_dir=None):
     """``python -m <module> args`` from the repository root; returns the finished process.
-    ``cache_dir``: the kernel cache folder to use instead of the test session's."""
+    ``cache_dir``: the kernel cache folder to use instead of the test session's, for vecsim's
+    modules and Numba's cache of them alike."""
     env = dict(os.environ)
     if cache_dir is not None:
         env["VECSIM_CACHE_DIR"] = str(cache_dir)
+        env.pop("NUMBA_CACHE_DIR", None)  # else Numba keeps the kernels' machine code there instead
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     proc = subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
