@@ -314,9 +314,7 @@ def _envs_that_fit(game_id: str, num_envs: int) -> int:
     game = vecsim.resolve(game_id)
     _, _, scalar = build_params(game, 1, np.float64, {})
     state = game.allocate_state(1, np.float64, scalar)
-    per_env = buffers.state_bytes_per_env(state, game.scratch_state)
-    budget = available // 4 - buffers.state_bytes_shared(state, game.scratch_state)
-    return int(max(1, min(num_envs, budget // max(per_env, 1))))
+    return int(max(1, min(num_envs, buffers.envs_that_fit(state, game.scratch_state, available // 4))))
 
 
 def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):

@@ -103,3 +103,10 @@ def state_bytes_per_env(state, shared=()) -> int:
 def state_bytes_shared(state, shared) -> int:
     """Bytes of the fields named in ``shared`` (held once per batch, whatever its size)."""
     return sum(arr.nbytes for name, arr in zip(state._fields, state) if name in shared)
+
+
+def envs_that_fit(one_env_state, shared, budget: int) -> int:
+    """How many envs of the state that ``one_env_state`` (a 1-env state) shows fit in ``budget``
+    bytes, the fields named in ``shared`` held once whatever the number of envs."""
+    per_env = state_bytes_per_env(one_env_state, shared)
+    return max(budget - state_bytes_shared(one_env_state, shared), 0) // max(per_env, 1)

@@ -135,7 +135,7 @@ def check_state_fits(game: GameSpec, num_envs: int, one_env_state) -> None:
                           f"and {shared / 1e6:.1f} MB of thread scratch: num_envs={num_envs} needs "
                           f"{(per_env * num_envs + shared) / 1e9:.1f} GB, more than the {available / 1e9:.1f} GB "
                           f"of memory available; use fewer envs (at most "
-                          f"{max(available - shared, 0) // max(per_env, 1)})")
+                          f"{placed.envs_that_fit(one_env_state, game.scratch_state, available)})")
 
 
 def compiled_entry(dispatcher, *args):
