@@ -318,3 +318,9 @@ def test_with_a_fixed_lag_pipelined_learning_equals_synchronous_learning():
     assert [m["policy_loss"] for m in m_sync.learner] == [m["policy_loss"] for m in m_pipe.learner]
     np.testing.assert_array_equal(m_sync.episode_returns, m_pipe.episode_returns)
     np.testing.assert_array_equal(m_sync.params_versions, m_pipe.params_versions)
+
+
+@pytest.mark.parametrize("num_envs", [0, -4, 2.5, "64", None])
+def test_default_num_actors_refuses_what_is_not_a_number_of_envs(num_envs):
+    with pytest.raises(ValueError, match=f"num_envs must be an int >= 1, but got num_envs={num_envs!r}"):
+        default_num_actors(num_envs)

@@ -55,7 +55,7 @@ def default_num_actors(num_envs: int) -> int:
     """Actor threads when none are asked for: two (one steps its envs while the other runs
     inference) where each gets ``MIN_ENVS_PER_ACTOR`` envs and there is a core for each besides
     the learner's, else one (the learner needs the other core of a two-core machine)."""
-    return 2 if num_envs >= 2 * MIN_ENVS_PER_ACTOR and available_cores() >= 3 else 1
+    return 2 if _positive_int("num_envs", num_envs) >= 2 * MIN_ENVS_PER_ACTOR and available_cores() >= 3 else 1
 
 
 @dataclasses.dataclass
