@@ -235,49 +235,40 @@ def frames_to_lock(rows, threshold):
 
 @exact(inline="always")
 def node_slot(x, y, rot, sc, hv, lr, ab, parity):
-    """The packed search node, its bit in the visited bitmap: bits 0-2 x, 3-6 y, 7-8 rot,
-    9-10 A/B held, 11-12 direction held (0 none, 1 Left, 2 Right), 13-16 sideways charge, 17
-    frame parity, 18 on the gravity counter. The charge is dropped (0) where no future reads
-    it: no direction held last frame (the next press resets it), or Left held at column 0
-    (every Left repeat hits the wall, Right is a fresh press, a rotation cannot move the pill
-    right)."""
+    """The packed search node, its bit in the visited bitmap: bits 0-1 A/B held, 2-3 direction
+    held (0 none, 1 Left, 2 Right), 4-6 x, 7-10 y, 11-12 rot, 13-16 sideways charge, 17 frame
+    parity, 18 on the gravity counter. A pose's held buttons share one 16-bit word of the
+    bitmap, so the dominance tests read one word (two for Right held with a charge). The
+    charge is dropped (0) where no future reads it: no direction held last frame (the next
+    press resets it), or Left held at column 0 (every Left repeat hits the wall, Right is a
+    fresh press, a rotation cannot move the pill right)."""
     if lr == 0 or (lr == 1 and x == 0):
         hv = 0
-    return (((((((sc * 2 + parity) * 16 + hv) * 4 + lr) * 4 + ab) * 4 + rot) * 16 + y) * 8) + x
+    return (((((((sc * 2 + parity) * 16 + hv) * 4 + rot) * 16 + y) * 8 + x) * 4 + lr) * 4) + ab
 
 
-#: The units of the A/B, direction and charge fields in ``node_slot``.
-AB_BIT, LR_BIT, HV_BIT = 1 << 9, 1 << 11, 1 << 13
-
-
-@exact(inline="always")
-def is_visited(visited, slot):
-    return (visited[slot >> 3] >> (slot & 7)) & 1
+#: The units of the direction and charge fields in ``node_slot``.
+LR_BIT, HV_BIT = 1 << 2, 1 << 13
+#: Nibble ``ab`` of this: the A/B bit sets that are subsets of ``ab`` (bit ``ab'`` for set ``ab'``).
+AB_SUBSETS = 0xF531
 
 
 @exact(inline="always")
-def fewer_ab_visited(visited, slot, ab):
-    """Whether node ``slot`` (A/B bits ``ab`` held) with a strict subset of those bits held was visited."""
-    if ab == 0:
-        return False
-    base = slot - ab * AB_BIT
-    return is_visited(visited, base) or (ab == 3 and (is_visited(visited, base + AB_BIT)
-                                                      or is_visited(visited, base + 2 * AB_BIT)))
-
-
-@exact(inline="always")
-def dominated(visited, slot, ab, lr):
-    """Whether a visited node (of the same parity, so reached no later) other than ``slot``
-    dominates node ``slot`` (A/B bits ``ab``, direction ``lr`` held): the same with a subset
-    of its A/B bits held, or, where it held Right, also with no direction held. Right held
-    without a repeat does nothing a frame without it does not, and a repeat moves as a fresh
-    press does: each input from the node has a counterpart from the other with the same
-    presses and pose, Right left out of the frames without a repeat."""
-    if fewer_ab_visited(visited, slot, ab):
+def dominated(visited, slot, ab, lr, itself):
+    """Whether a visited node (of the same parity, so reached no later) dominates node
+    ``slot`` (A/B bits ``ab``, direction ``lr`` held), the node itself counted when ``itself``:
+    the same with a subset of its A/B bits held, or, where it held Right, also with no
+    direction held. Right held without a repeat does nothing a frame without it does not, and
+    a repeat moves as a fresh press does: each input from the node has a counterpart from the
+    other with the same presses and pose, Right left out of the frames without a repeat.
+    ``visited`` is a bitmap of ``node_slot`` in uint16 words."""
+    subsets = (AB_SUBSETS >> (4 * ab)) & 15
+    own = subsets if itself else subsets & ~(1 << ab)
+    if (visited[slot >> 4] >> (4 * lr)) & own:
         return True
     if lr == 2:
         idle = slot - 2 * LR_BIT - ((slot >> 13) & 15) * HV_BIT
-        return is_visited(visited, idle) or fewer_ab_visited(visited, idle, ab)
+        return (visited[idle >> 4] & subsets) != 0
     return False
 
 
@@ -289,7 +280,7 @@ HORIZON_SLACKS = (2, 6)
 def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
            cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
     """The breadth-first search, by frame layers. ``fc0`` is the frame counter before the
-    first frame. ``visited`` ((T + 1) << 15,) uint8 is a bitmap of ``node_slot``, all 0 on
+    first frame. ``visited`` ((T + 1) << 14,) uint16 is a bitmap of ``node_slot``, all 0 on
     entry; the node arrays (``parent``, ``button``, ``node_slots``) must hold every visited
     node; ``fit`` (2, 17, 10), ``pred_start`` (513,), ``pred`` (512 * 7,), ``useful`` and
     ``queue`` (512,) are scratch. Returns the number of visited nodes (0 is the root), or -n
@@ -371,11 +362,11 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             x, y, rot, sc, hv, held_prev = x0, y0, rot0, sc0, hv0, held0
         else:
             k = node_slots[head]
-            x = k & 7
-            y = (k >> 3) & 15
-            rot = (k >> 7) & 3
-            ab = (k >> 9) & 3
-            lr = (k >> 11) & 3
+            ab = k & 3
+            lr = (k >> 2) & 3
+            x = (k >> 4) & 7
+            y = (k >> 7) & 15
+            rot = (k >> 11) & 3
             hv = (k >> 13) & 15
             sc = k >> 18
             held_prev = class_held(lr * 4 + ab)
@@ -384,7 +375,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                 head += 1
                 continue
             # Its layer is complete now: skip it if a node that dominates it joined it.
-            if dominated(visited, k, ab, lr):
+            if dominated(visited, k, ab, lr, False):
                 head += 1
                 continue
         fc = (fc0 + depth + 1) & 255
@@ -461,11 +452,11 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                     else:
                         nx, nrot = mx, rot  # a rejected B undoes A too
                 slot = node_slot(nx, ny, nrot, nsc, mhv, lr, ab, parity)
-                if is_visited(visited, slot) or dominated(visited, slot, ab, lr):
+                if dominated(visited, slot, ab, lr, True):
                     continue
                 if n == parent.shape[0]:
                     return -n, left
-                visited[slot >> 3] |= np.uint8(1 << (slot & 7))
+                visited[slot >> 4] |= np.uint16(1 << (slot & 15))
                 parent[n] = head
                 button[n] = held
                 node_slots[n] = slot
@@ -478,7 +469,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
 def clear_visited(visited, node_slots, n):
     """Unmark the visited slots of nodes ``1..n-1``."""
     for k in range(1, n):
-        visited[node_slots[k] >> 3] = 0
+        visited[node_slots[k] >> 4] = 0
 
 
 class Planner:
@@ -486,7 +477,7 @@ class Planner:
     node arrays (their capacity doubles when a search overflows it)."""
 
     def __init__(self):
-        self._visited = np.zeros(0, np.uint8)
+        self._visited = np.zeros(0, np.uint16)
         self._fit = np.zeros((2, 17, 10), np.bool_)
         self._pred_start = np.zeros(513, np.int64)
         self._pred = np.zeros(512 * 7, np.int64)
@@ -500,9 +491,9 @@ class Planner:
         self._keys = np.empty(capacity, np.int64)
 
     def _scratch(self, threshold: int):
-        size = (threshold + 1) << 15
+        size = (threshold + 1) << 14
         if self._visited.shape[0] < size:
-            self._visited = np.zeros(size, np.uint8)
+            self._visited = np.zeros(size, np.uint16)
         return self._visited
 
 
@@ -567,7 +558,7 @@ def search_envs(board, envs, thresholds, x, y, rot, sc, hv, held, fc, cost, lock
                 parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
     """``search_run`` over ``envs`` (M,) in ``C`` contiguous runs on Numba's threads, run ``c``
     on row ``c`` of every scratch array (``parent``, ``button``, ``node_slots`` (C, K);
-    ``visited`` (C, (T + 1) << 15) for the largest T; ``fit`` (C, 2, 17, 10); ``pred_start``
+    ``visited`` (C, (T + 1) << 14) uint16 for the largest T; ``fit`` (C, 2, 17, 10); ``pred_start``
     (C, 513); ``pred`` (C, 512 * 7); ``useful``, ``queue``, ``lock_button`` (C, 512);
     ``lock_node`` (C, 512)). Each env's search is the same whichever run holds it."""
     m, runs = envs.shape[0], parent.shape[0]
@@ -583,12 +574,12 @@ class EnvsPlanner:
     def __init__(self):
         self._runs = 0
         self._capacity = 1 << 15
-        self._visited = np.zeros((0, 0), np.uint8)
+        self._visited = np.zeros((0, 0), np.uint16)
 
     def _scratch(self, runs: int, threshold: int):
-        size = (threshold + 1) << 15
+        size = (threshold + 1) << 14
         if self._runs != runs or self._visited.shape[1] < size:
-            self._visited = np.zeros((runs, max(size, self._visited.shape[1])), np.uint8)
+            self._visited = np.zeros((runs, max(size, self._visited.shape[1])), np.uint16)
         if self._runs != runs:
             self._runs = runs
             self._fit = np.zeros((runs, 2, 17, 10), np.bool_)

@@ -15,11 +15,11 @@ from vecsim.games.drmario.rules import N_FRAME_EVENTS
 from vecsim.games.drmario.tables import SPEED_TABLE
 
 N_PLACEMENTS = 512
-#: Bytes of the search's visited bitmap at the slowest gravity (``(T + 1) << 15``).
-VISITED_BYTES = (int(SPEED_TABLE.max()) + 1) << 15
+#: 16-bit words of the search's visited bitmap at the slowest gravity (``(T + 1) << 14``).
+VISITED_WORDS = (int(SPEED_TABLE.max()) + 1) << 14
 #: Nodes a search may visit: one a bit of the visited bitmap, so no search outgrows it (its
 #: pages are mapped only as far as a search reaches).
-NODE_CAPACITY = VISITED_BYTES * 8
+NODE_CAPACITY = VISITED_WORDS * 16
 #: Frames a placement's script may take: the pill locks within 16 rows of gravity.
 SCRIPT_CAPACITY = 16 * (int(SPEED_TABLE.max()) + 1)
 #: Nodes of a search's tree kept per env for the step (the paths to its locks, int16 parents);
@@ -75,7 +75,7 @@ class State(NamedTuple):
     plan_button: np.ndarray  # (N, TREE_CAPACITY) uint8: the controller byte into each of those nodes
     plan_lock_node: np.ndarray  # (N, 512) int32: the node before each placement's lock frame, -1 unreachable
     plan_lock_button: np.ndarray  # (N, 512) uint8: each placement's locking input
-    search_visited: np.ndarray  # (R, VISITED_BYTES) uint8 thread scratch: visited bitmap, 0 between searches
+    search_visited: np.ndarray  # (R, VISITED_WORDS) uint16 thread scratch: visited bitmap, 0 between searches
     search_parent: np.ndarray  # (R, NODE_CAPACITY) int32 thread scratch: the search tree's parents
     search_button: np.ndarray  # (R, NODE_CAPACITY) uint8 thread scratch: the controller byte into each node
     search_nodes: np.ndarray  # (R, NODE_CAPACITY) int32 thread scratch: each node's packed slot
@@ -100,7 +100,7 @@ def allocate(num_envs: int, decision: bool = False) -> State:
         "plan_lock_node": ((N_PLACEMENTS * d,), np.int32), "plan_lock_button": ((N_PLACEMENTS * d,), np.uint8),
     }
     per_thread = {  # field -> (a thread's shape, dtype)
-        "search_visited": ((VISITED_BYTES * d,), np.uint8), "search_parent": ((NODE_CAPACITY * d,), np.int32),
+        "search_visited": ((VISITED_WORDS * d,), np.uint16), "search_parent": ((NODE_CAPACITY * d,), np.int32),
         "search_button": ((NODE_CAPACITY * d,), np.uint8), "search_nodes": ((NODE_CAPACITY * d,), np.int32),
         "search_script": ((SCRIPT_CAPACITY * d,), np.uint8), "search_fit": ((2 * 17 * 10 * d,), np.bool_),
         "search_pred_start": ((513 * d,), np.int64), "search_pred": ((N_PLACEMENTS * 7 * d,), np.int64),
