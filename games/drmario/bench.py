@@ -1,7 +1,7 @@
 """Dr. Mario per-frame speed: frames/s of the per-frame kernel and of the vecsim engine.
 
     python -m vecsim.games.drmario.bench [--num-envs 4096] [--seconds 3] [--level 10] [--speed 1] [--thread-time]
-                                         [--decision-envs 64] [--decision-only]
+                                         [--decision-envs 64] [--decision-only] [--planner-profile]
 
 Three figures on the same batch (level, speed, random frame-mode inputs drawn once per
 frame from a fixed table, games restarted when over):
@@ -31,6 +31,10 @@ FILE`` times another planner module with the same ``plan(state, i, planner)`` an
 alternating rounds, and prints the ratio; ``--planner-only`` skips the frame figures.
 ``planner envs`` times ``plan_envs`` (masks and costs of many envs in one call, on Numba's
 threads: set ``NUMBA_NUM_THREADS`` to compare thread counts) on the same decisions, wall clock.
+``--planner-profile`` prints instead where a search's time goes on those decisions: each stage
+of ``planners/drmario.search`` (fit table, pose graph, lock bound, one ``mark_useful`` call)
+and the whole search timed alone in a compiled loop of ``--profile-calls`` calls, CPU time of
+the thread, with the nodes a search keeps.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ import numpy as np
 from numba import njit, prange
 
 from vecsim.core.jit import exact, kernel_options
+# A module alias: vecsim.planners.drmario imports the package this module belongs to.
+import vecsim.planners.drmario as _planner
 from vecsim.games.drmario import BUTTONS, rules
 from vecsim.games.drmario.state import allocate
 
@@ -93,6 +99,8 @@ def main(argv=None) -> None:
     ap.add_argument("--decision-envs", type=int, default=64)
     ap.add_argument("--decision-only", action="store_true", help="time decision mode only")
     ap.add_argument("--compare-module", default=None)
+    ap.add_argument("--planner-profile", action="store_true", help="time each stage of a search alone")
+    ap.add_argument("--profile-calls", type=int, default=100)
     ap.add_argument("--thread-time", action="store_true",
                     help="time the one-thread frame figures (kernel, engine serial) by the calling thread's CPU "
                          "time, steady on a loaded machine; the threaded ones stay wall-clock (the planner's "
@@ -102,6 +110,11 @@ def main(argv=None) -> None:
         raise ValueError(f"need --num-envs >= 1, --seconds > 0, --level in [0, 24], got {vars(args)}")
     if args.planner_decisions < 1 or args.rounds < 1:
         raise ValueError(f"need --planner-decisions >= 1 and --rounds >= 1, got {vars(args)}")
+    if args.profile_calls < 1:
+        raise ValueError(f"need --profile-calls >= 1, got {args.profile_calls}")
+    if args.planner_profile:
+        _planner_profile(args)
+        return
     if args.decision_envs < 1:
         raise ValueError(f"need --decision-envs >= 1, got {args.decision_envs}")
     if args.decision_only:
@@ -189,6 +202,62 @@ def decision_states(level: int, speed: int, count: int) -> list:
         for b in planner_mod.script(plan, rng.choice(np.flatnonzero(plan.feasible_mask))):
             frames(s, np.array([b], np.int64))
     return out
+
+
+#: The stages ``_stage_calls`` times, in ``search``'s order.
+PROFILE_STAGES = ("fit table", "pose graph", "lock bound", "mark_useful (a call)", "whole search")
+
+
+@exact
+def _stage_calls(stage, calls, board, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, cost, lock_node, lock_button,
+                 parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
+    """``calls`` calls of stage ``stage`` of ``PROFILE_STAGES`` on env 0 of ``board``, on the
+    fit table and pose graph the stages before it left; returns the nodes of the last search."""
+    n = 0
+    for _ in range(calls):
+        if stage == 0:
+            _planner.fit_table(board, 0, fit)
+        elif stage == 1:
+            _planner.pose_graph(fit, pred_start, pred)
+        elif stage == 2:
+            _planner.reachable_locks(fit, x0, y0, rot0, threshold, useful, queue)
+        elif stage == 3:
+            _planner.mark_useful(fit, cost, pred_start, pred, useful, queue)
+        else:
+            n = _planner.search(board, 0, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, cost, lock_node,
+                                lock_button, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue)
+            _planner.clear_visited(visited, node_slots, abs(n))
+    return n
+
+
+def _planner_profile(args) -> None:
+    from vecsim.games.drmario.tables import BASE_SPEED, SPEED_TABLE
+    states = decision_states(args.level, args.speed, args.planner_decisions)
+    p = _planner.Planner()
+    seconds = np.zeros(len(PROFILE_STAGES))
+    nodes = []
+    for st in states:
+        threshold = int(SPEED_TABLE[BASE_SPEED[st.speed[0]] + st.speed_ups[0]])
+        cost = np.full(_planner.N_ACTIONS, _planner.UNREACHABLE, np.uint16)  # mark_useful: nothing found yet
+        rest = (st.board, threshold, st.x[0], st.y[0], st.rot[0], st.speed_counter[0], st.hor_velocity[0],
+                st.held[0], st.fc[0], cost, np.empty(_planner.N_ACTIONS, np.int64),
+                np.empty(_planner.N_ACTIONS, np.uint8), p._parent, p._button, p._keys, p._scratch(threshold), p._fit,
+                p._pred_start, p._pred, p._useful, p._queue)
+        for stage in range(len(PROFILE_STAGES)):
+            _stage_calls(stage, 1, *rest)  # compile, and the stages after it read what it left
+            start = time.thread_time()
+            n = _stage_calls(stage, args.profile_calls, *rest)
+            seconds[stage] += time.thread_time() - start
+        if n < 0:
+            raise ValueError("a profiled search outgrew the planner's node arrays; run plan() on it first")
+        nodes.append(n)
+    per = seconds / (len(states) * args.profile_calls) * 1e6
+    print(f"planner profile, level {args.level}, speed {args.speed}, {len(states)} decisions, "
+          f"{args.profile_calls} calls a stage (CPU time of the thread, us per decision):")
+    for name, us in zip(PROFILE_STAGES, per):
+        print(f"  {name:22s} {us:9.2f} us")
+    print(f"  {'search nodes':22s} {np.mean(nodes):9.0f} (min {min(nodes)}, max {max(nodes)}); the whole search "
+          f"{per[-1] * 1e3 / np.mean(nodes):.1f} ns a node")
 
 
 def _load(path: str):

@@ -23,3 +23,18 @@ def test_bench_loops_step_every_env_the_same_serial_and_parallel():
         states.append(s)
     for name in states[0]._fields:
         assert np.array_equal(getattr(states[0], name), getattr(states[1], name)), name
+
+
+def test_planner_profile_refuses_a_call_count_below_one():
+    with pytest.raises(ValueError, match="--profile-calls"):
+        bench.main(["--planner-profile", "--profile-calls", "0"])
+
+
+@pytest.mark.slow
+def test_planner_profile_times_every_stage_of_a_search(capsys):
+    bench.main(["--planner-profile", "--planner-decisions", "2", "--profile-calls", "1"])
+    out = capsys.readouterr().out
+    for stage in bench.PROFILE_STAGES:
+        assert f"  {stage} " in out
+    nodes = int(out.split("search nodes")[1].split()[0])
+    assert nodes > 1
