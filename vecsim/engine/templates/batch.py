@@ -70,7 +70,7 @@ PARALLEL_serial, PARALLEL_parallel = False, True  # the kernel's own kind, a com
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 OK, BAD_ACTION, FINISHED_ENV, ILLEGAL_ACTION, ALIASED_ARRAY = 0, 1, 2, 3, 4
 _ONE = np.uint64(1)
-_ZERO = np.uint64(0)
+_ZERO = np.uint64(0)  # a word compared with an int64 0 is compared in float64 (docs/numba-workarounds.md)
 _GATHER_BITS = np.uint64(0x0102040810204080)  # byte j's bit 0 -> bit 56 + j
 _SUM_BYTES = np.uint64(0x0101010101010101)  # sum of the 8 bytes -> top byte
 _S56 = np.uint64(56)
@@ -284,7 +284,7 @@ def reset_MODE(words, seed_mode, seed, reset_table):
     n = elapsed.shape[0]
     for w in prange(words.shape[0]):
         word = words[w]
-        while word != 0:
+        while word != _ZERO:
             i = w * 64 + ctz(word)
             word &= word - _ONE
             if i >= n:
@@ -332,7 +332,7 @@ def step_envs(words, max_steps, actions, step_table):
     needs_reset = needs_pad[:n]
     for w in range(words.shape[0]):
         word = words[w]
-        while word != 0:
+        while word != _ZERO:
             i = w * 64 + ctz(word)
             word &= word - _ONE
             if i >= n:
@@ -349,7 +349,7 @@ def step_envs(words, max_steps, actions, step_table):
             acts32[i] = actions[i]  # NARROW ACTIONS (kept only for Discrete actions)
     for w in range(words.shape[0]):
         word = words[w]
-        while word != 0:
+        while word != _ZERO:
             i = w * 64 + ctz(word)
             word &= word - _ONE
             if i >= n:
@@ -379,7 +379,7 @@ def reset_same_step(words, step_table):
     needs_reset = needs_pad[:n]
     for w in range(words.shape[0]):
         word = words[w]
-        while word != 0:
+        while word != _ZERO:
             i = w * 64 + ctz(word)
             word &= word - _ONE
             if i >= n:
