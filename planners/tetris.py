@@ -391,9 +391,17 @@ def search_with_links(rows, t: int, gravity: int, kicks: int, half: int = 0):
     """``plan`` of piece ``t`` on one board (``rows``: (H,) uint16) with its parent links, into
     the reach half ``half`` (1: after a hold input). Returns ``path_to``'s four arrays, each
     ``(1, 2 * N_POSES)`` (live_parent int16, live_input int8, lock_parent int16, lock_input int8)."""
+    board = np.asarray(rows)
+    if board.shape != (H,) or not np.issubdtype(board.dtype, np.integer) or (board >> W).any() or (board < 0).any():
+        raise ValueError(f"rows must be {H} bit rows of {W} columns, but got {board!r}")
+    for name, value, lo, hi in (("t", t, 0, 6), ("gravity", gravity, 0, H), ("kicks", kicks, 1, 5), ("half", half, 0, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, but got {name}={value!r}")
+        if not lo <= value <= hi:
+            raise ValueError(f"{name} must be in [{lo}, {hi}], but got {name}={value}")
     a = 2 * N_POSES
     links = (np.zeros((1, a), np.int16), np.zeros((1, a), np.int8), np.zeros((1, a), np.int16), np.zeros((1, a), np.int8))
-    plan(np.ascontiguousarray(rows, np.uint16).reshape(1, H), 0, t, gravity, kicks, half * N_POSES, half,
+    plan(np.ascontiguousarray(board, np.uint16).reshape(1, H), 0, t, gravity, kicks, half * N_POSES, half,
          np.full((1, a), -1, np.int16), np.zeros((1, SCRATCH), np.int16), np.zeros((1, 2), np.int64), *links)
     return links
 

@@ -125,3 +125,19 @@ def test_search_with_links_matches_the_engine(boards):
                 assert len(inputs) == eng.state.cost[0, a]
                 checked += 1
     assert checked > 100
+
+
+def test_search_with_links_validates_its_arguments():
+    rows = np.zeros(H, np.uint16)
+    with pytest.raises(ValueError, match="rows must be 24 bit rows"):
+        search_with_links(np.zeros(H + 1, np.uint16), 0, 1, 5)
+    with pytest.raises(ValueError, match="rows must be 24 bit rows"):
+        search_with_links(np.full(H, 1 << W, np.int64), 0, 1, 5)
+    with pytest.raises(ValueError, match="t must be in"):
+        search_with_links(rows, 7, 1, 5)
+    with pytest.raises(TypeError, match="gravity must be an int"):
+        search_with_links(rows, 0, 1.0, 5)
+    with pytest.raises(ValueError, match="kicks must be in"):
+        search_with_links(rows, 0, 1, 0)
+    with pytest.raises(ValueError, match="half must be in"):
+        search_with_links(rows, 0, 1, 5, 2)
