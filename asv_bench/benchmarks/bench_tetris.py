@@ -232,3 +232,57 @@ class LockFeatures:
 
     def time_lock_features(self):
         self.incremental(self.rows, self.before, self.feat, self.poses)
+
+
+class ReachPlanner:
+    """The reach-mode search alone: ``vecsim.planners.tetris.plan_decision`` (the costs of both
+    reach halves, as every reach step computes them) over 4096 boards of random reach play
+    (512 envs, 8 placements each, guideline rules: gravity 1, SRS, hold), one thread.
+    ``track_decisions_per_second`` is boards searched per second of the loop. The kernels compile
+    in ``setup``."""
+
+    timeout = 600.0
+    ENVS, PLACEMENTS = 512, 8
+
+    def setup(self):
+        import numba
+
+        from vecsim.games.tetris.pieces import NONE
+        from vecsim.planners.tetris import SCRATCH, plan_decision
+
+        engine = vecsim.make(GAME, self.ENVS, action_mode="reach", parallel=False)
+        engine.reset(seed=0)
+        rng = np.random.default_rng(0)
+        rows, pieces = [], []
+        for _ in range(self.PLACEMENTS):
+            s = engine.state
+            rows.append(s.rows.copy())
+            pieces.append(np.stack([s.piece, np.where(s.hold == NONE, s.queue[:, 0], s.hold)], axis=1))
+            engine.step((rng.random(engine.masks.shape) * engine.masks).argmax(axis=1))
+        n_actions = engine.masks.shape[1]
+        engine.close()
+        self.rows = np.concatenate(rows)
+        self.pieces = np.concatenate(pieces).astype(np.int64)
+        n = len(self.rows)
+        self.cost = np.zeros((n, n_actions), np.int16)
+        self.bits = np.zeros((n, SCRATCH), np.int16)
+        self.ymm = np.zeros((n, 2), np.int64)
+
+        @numba.njit
+        def decide_all(rows, pieces, cost, bits, ymm):
+            for i in range(rows.shape[0]):
+                plan_decision(rows, i, pieces[i, 0], pieces[i, 1], True, 2, 1, 5, cost, bits, ymm)
+
+        self.decide_all = decide_all
+        self.decide()
+
+    def decide(self):
+        self.decide_all(self.rows, self.pieces, self.cost, self.bits, self.ymm)
+
+    def time_decisions(self):
+        self.decide()
+
+    def track_decisions_per_second(self):
+        return bench.steps_per_second(self.decide, len(self.rows), seconds=0.5)
+
+    track_decisions_per_second.unit = "decisions/s"

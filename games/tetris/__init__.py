@@ -139,12 +139,8 @@ class State(NamedTuple):
     bag_pos: np.ndarray  # (N,) int8 pieces taken from the bag (7: empty)
     feat: np.ndarray  # (N, 17) int16 board features (exact; the observation saturates at 255)
     cost: np.ndarray  # (N, A) int16 reach mode: steps to lock at each pose, -1 if not (A = 0 otherwise)
-    plan_bits: np.ndarray  # (N, 520) int16 planner scratch: pose sets (reach mode only)
+    plan_bits: np.ndarray  # (N, 624) int16 planner scratch: pose sets (reach mode only)
     plan_rows: np.ndarray  # (N, 2) int64 planner scratch: rows of the next frontier
-    plan_live_parent: np.ndarray  # (N, A) int16 planner: parent of each live pose
-    plan_live_input: np.ndarray  # (N, A) int8 planner: input that reached each live pose
-    plan_lock_parent: np.ndarray  # (N, A) int16 planner: live pose each lock pose locks from
-    plan_lock_input: np.ndarray  # (N, A) int8 planner: input of that lock
     scratch_rows: np.ndarray  # (N, 24) uint16 scratch board for policies evaluating afterstates
     scratch_feat: np.ndarray  # (N, 17) int16 scratch features for policies
     scratch_cols: np.ndarray  # (N, 96) int64 scratch for policies: column bitboards and their feature terms
@@ -195,9 +191,7 @@ def allocate_state(num_envs: int, float_dtype, params=None) -> State:
         hold=placed.full(n, NONE, np.int8), can_hold=placed.ones(n, np.bool_), bag=placed.zeros((n, 7), np.int8),
         bag_pos=placed.full(n, 7, np.int8), feat=placed.zeros((n, N_FEATURES), np.int16),
         cost=placed.full((n, a), -1, np.int16), plan_bits=placed.zeros((n, _planner.SCRATCH if reach else 0), np.int16),
-        plan_rows=placed.zeros((n, 2 if reach else 0), np.int64), plan_live_parent=placed.zeros((n, a), np.int16),
-        plan_live_input=placed.zeros((n, a), np.int8), plan_lock_parent=placed.zeros((n, a), np.int16),
-        plan_lock_input=placed.zeros((n, a), np.int8), scratch_rows=placed.zeros((n, H), np.uint16),
+        plan_rows=placed.zeros((n, 2 if reach else 0), np.int64), scratch_rows=placed.zeros((n, H), np.uint16),
         scratch_feat=placed.zeros((n, N_FEATURES), np.int16), scratch_cols=placed.zeros((n, SCRATCH_COLS), np.int64),
     )
     return state
@@ -410,15 +404,10 @@ def _reach_mask(s, p, i, masks, hold_ok):
     kicks = 5 if param(p.rotation, i) > 0 else 1
     gravity = np.int64(param(p.gravity, i))
     halves = 2 if param(p.hold, i) > 0 else 1
+    _planner.plan_decision(s.rows, i, np.int64(s.piece[i]), hold_target(s, i), hold_ok, halves, gravity, kicks,
+                           s.cost, s.plan_bits, s.plan_rows)
     for h in range(halves):
         base = h * N_POSES
-        if h == 0 or hold_ok:
-            t = np.int64(s.piece[i]) if h == 0 else hold_target(s, i)
-            _planner.plan(s.rows, i, t, gravity, kicks, base, h, s.cost, s.plan_bits, s.plan_rows, s.plan_live_parent,
-                          s.plan_live_input, s.plan_lock_parent, s.plan_lock_input)
-        else:
-            for k in range(N_POSES):
-                s.cost[i, base + k] = -1
         for k in range(N_POSES):
             masks[i, base + k] = s.cost[i, base + k] >= 0
 

@@ -2,7 +2,7 @@
 
 1. Paths replay: on random boards, for every piece type and every variant (hold on/off,
    rotation srs/none, gravity 0/1/2), a sample of reachable poses is turned into primitive
-   inputs with ``vecsim.planners.tetris.path_to`` and played by a *primitive*-mode engine holding
+   inputs with ``vecsim.planners.tetris.path`` and played by a *primitive*-mode engine holding
    the same board and pieces: the piece must lock after exactly ``len(path)`` steps, at
    exactly that pose, and ``len(path)`` must be the reported cost.
 2. Drop placements are reach placements when gravity is 0 (and not in general otherwise).
@@ -20,7 +20,7 @@ import pytest
 
 import vecsim
 from vecsim.games.tetris.tools import piece_cells, set_board
-from vecsim.planners.tetris import path_to
+from vecsim.planners.tetris import path as plan_path
 
 H, W = 24, 10
 N_POSES = 4 * H * W
@@ -296,8 +296,7 @@ def _jobs(rng, per_plan=4):
                 if clearing:
                     chosen.add(int(rng.choice(clearing)))
                 for a in sorted(chosen):
-                    path = path_to(s.plan_live_parent, s.plan_live_input, s.plan_lock_parent,
-                                   s.plan_lock_input, 0, a)
+                    path = plan_path(eng, 0, a)
                     jobs.append(((hold, rotation, gravity), k, t, a, path, int(cost[a])))
     return jobs
 

@@ -1,0 +1,143 @@
+"""The bit-parallel reach search (``plan``) against the node-by-node search (``plan_simple``).
+
+On many random boards, for every piece, gravity 0-3 and both rotation systems, ``plan`` must
+give exactly ``plan_simple``'s costs, searching with parent links (the search ``path`` runs)
+and without them (the search of every reach-mode step); every path its links spell out must
+be as long as its cost. A reach engine's hold half is its own search, or the current piece's
+costs plus one when hold brings the same piece: both must equal ``plan`` on that half.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+import vecsim
+import vecsim.games.tetris  # noqa: F401  (the game package before its planner: import order)
+from vecsim.games.tetris.pieces import H, N_POSES, W
+from vecsim.games.tetris.tools import set_board
+from vecsim.planners.tetris import SCRATCH, path_to, plan, plan_simple, search_with_links
+
+VARIANTS = [(gravity, kicks) for gravity in (0, 1, 2, 3) for kicks in (1, 5)]
+
+
+def random_boards(n, seed):
+    """(n, H) uint16 bit rows: stacks of random height (some up into the spawn rows), rough
+    tops, holes and overhangs, a few near-empty; no full row."""
+    rng = np.random.default_rng(seed)
+    rows = np.zeros((n, H), np.uint16)
+    for k in range(n):
+        top = int(rng.integers(2, H))
+        heights = rng.integers(0, H - top + 1, W)
+        fill = rng.uniform(0.5, 1.0)
+        for x in range(W):
+            for y in range(H - int(heights[x]), H):
+                if rng.random() < fill:
+                    rows[k, y] |= 1 << x
+        # overhangs: a few cells floating over the stack
+        for _ in range(int(rng.integers(0, 4))):
+            rows[k, int(rng.integers(top, H))] |= 1 << int(rng.integers(W))
+        for y in range(H):
+            if rows[k, y] == (1 << W) - 1:
+                rows[k, y] ^= 1 << int(rng.integers(W))  # a full row: open one cell
+    return rows
+
+
+@njit(cache=False)
+def _search_all(rows, gravity, kicks, simple, links):
+    """Costs of every piece on every board: (n, 7, N_POSES) int16, and the lock parents and
+    inputs and live parents and inputs of ``plan`` when ``links``."""
+    n = rows.shape[0]
+    out = np.full((n, 7, N_POSES), -1, np.int16)
+    cost = np.full((1, N_POSES), -1, np.int16)
+    lp = np.zeros((n * 7 if links else 1, N_POSES), np.int16)
+    li = np.zeros((n * 7 if links else 1, N_POSES), np.int8)
+    kp = np.zeros((n * 7 if links else 1, N_POSES), np.int16)
+    ki = np.zeros((n * 7 if links else 1, N_POSES), np.int8)
+    dist = np.zeros((1, N_POSES), np.int16)
+    queue = np.zeros((1, N_POSES), np.int16)
+    bits = np.zeros((1, SCRATCH), np.int16)
+    ymm = np.zeros((1, 2), np.int64)
+    one = np.zeros((1, H), np.uint16)
+    for k in range(n):
+        one[0, :] = rows[k]
+        for t in range(7):
+            j = k * 7 + t
+            if simple:
+                plan_simple(one, 0, t, gravity, kicks, 0, 0, cost, dist, queue, lp[:1], li[:1], kp[:1], ki[:1])
+            elif links:
+                plan(one, 0, t, gravity, kicks, 0, 0, cost, bits, ymm, lp[j:j + 1], li[j:j + 1], kp[j:j + 1],
+                     ki[j:j + 1])
+            else:
+                plan(one, 0, t, gravity, kicks, 0, 0, cost, bits, ymm, cost[:, :0], cost[:, :0], cost[:, :0],
+                     cost[:, :0])
+            out[k, t] = cost[0]
+    return out, lp, li, kp, ki
+
+
+@pytest.fixture(scope="module")
+def boards():
+    return random_boards(240, seed=27)
+
+
+@pytest.mark.parametrize("gravity, kicks", VARIANTS)
+def test_plan_costs_equal_plan_simple(boards, gravity, kicks):
+    expected, *_ = _search_all(boards, gravity, kicks, True, False)
+    with_links, lp, li, kp, ki = _search_all(boards, gravity, kicks, False, True)
+    without_links, *_ = _search_all(boards, gravity, kicks, False, False)
+    assert (expected >= 0).sum() > 1000  # the boards leave many placements
+    assert (expected < 0).all(axis=2).sum() > 0  # and some where the piece cannot spawn
+    for got in (with_links, without_links):
+        bad = np.argwhere(got != expected)
+        assert not len(bad), [(int(k), int(t), int(a), int(got[k, t, a]), int(expected[k, t, a]))
+                              for k, t, a in bad[:5]]
+    # every reachable pose's links spell a path as long as its cost (a sample per board)
+    rng = np.random.default_rng(gravity * 10 + kicks)
+    for k in range(0, len(boards), 4):
+        for t in range(7):
+            legal = np.flatnonzero(expected[k, t] >= 0)
+            j = k * 7 + t
+            for a in rng.choice(legal, min(6, len(legal)), replace=False):
+                inputs = path_to(lp, li, kp, ki, j, int(a))
+                assert len(inputs) == expected[k, t, a], (k, t, int(a), inputs)
+
+
+def test_search_with_links_matches_the_engine(boards):
+    """``path``'s own search (one board, on demand) has the engine's costs and spells paths of
+    those lengths, in both halves."""
+    eng = vecsim.make("vecsim/Tetris-v0", 1, action_mode="reach", parallel=False)
+    eng.reset(seed=0)
+    checked = 0
+    for k in range(0, 40):
+        board = np.array([[(int(r) >> x) & 1 for x in range(W)] for r in boards[k]], np.uint8) * 8
+        t, held = k % 7, "IOTSZJL"[(k * 3) % 7]
+        try:
+            set_board(eng, 0, board, piece=t, hold=held, queue="TSZJLI", can_hold=True)
+        except ValueError:
+            continue  # a board where the piece cannot spawn
+        for half in (0, 1):
+            piece = t if half == 0 else (k * 3) % 7
+            links = search_with_links(eng.state.rows[0], piece, 1, 5, half)
+            legal = np.flatnonzero(eng.state.cost[0, half * N_POSES:(half + 1) * N_POSES] >= 0) + half * N_POSES
+            for a in legal[::7]:
+                inputs = path_to(*links, 0, int(a))
+                assert len(inputs) == eng.state.cost[0, a]
+                checked += 1
+    assert checked > 100
+
+
+def test_search_with_links_validates_its_arguments():
+    rows = np.zeros(H, np.uint16)
+    with pytest.raises(ValueError, match="rows must be 24 bit rows"):
+        search_with_links(np.zeros(H + 1, np.uint16), 0, 1, 5)
+    with pytest.raises(ValueError, match="rows must be 24 bit rows"):
+        search_with_links(np.full(H, 1 << W, np.int64), 0, 1, 5)
+    with pytest.raises(ValueError, match="t must be in"):
+        search_with_links(rows, 7, 1, 5)
+    with pytest.raises(TypeError, match="gravity must be an int"):
+        search_with_links(rows, 0, 1.0, 5)
+    with pytest.raises(ValueError, match="kicks must be in"):
+        search_with_links(rows, 0, 1, 0)
+    with pytest.raises(ValueError, match="half must be in"):
+        search_with_links(rows, 0, 1, 5, 2)
