@@ -14,6 +14,7 @@ from gymnasium import spaces
 from vecsim.core import buffers as placed
 from vecsim.core.contract import KernelHints, named_choices, param
 from vecsim.core.jit import exact
+from vecsim.core.bits import ctz
 from vecsim.core.rng import randint
 from vecsim.games.blokus import rules
 from vecsim.games.blokus.board import VARIANTS
@@ -235,6 +236,15 @@ def _turned(r, c, k, size):
     return c * size + size - 1 - r
 
 
+@exact(inline="always")
+def _write_row_bits(obs, i, start, bits, r, turns, size):
+    """Set ``obs[i, start + cell]`` for each column ``c`` set in ``bits``, cell ``(r, c)`` turned."""
+    while bits != 0:
+        c = ctz(bits)
+        bits &= bits - 1
+        obs[i, start + _turned(r, c, turns, size)] = 1
+
+
 @exact
 def write_obs(s, p, i, obs):
     seats, size = s.rows.shape[1], s.rows.shape[2]
@@ -243,16 +253,12 @@ def write_obs(s, p, i, obs):
     turns = seat * (4 // seats)  # quarter turns that bring the seat's start corner to seat 0's
     for k in range(seats * cells + cells):
         obs[i, k] = 0
+    # The set bits of the row bitboards only: a board is mostly empty early and the loop skips
+    # the empty cells a per-cell scan would read.
     for r in range(size):
-        for c in range(size):
-            v = np.int64(s.cells[i, r, c])
-            if v > 0:
-                plane = (v - 1 - seat + seats) % seats
-                obs[i, plane * cells + _turned(r, c, turns, size)] = 1
-        bits = s.legal_corners[i, r]
-        for c in range(size):
-            if (bits >> c) & 1:
-                obs[i, seats * cells + _turned(r, c, turns, size)] = 1
+        for j in range(seats):
+            _write_row_bits(obs, i, j * cells, s.rows[i, (seat + j) % seats, r], r, turns, size)
+        _write_row_bits(obs, i, seats * cells, s.legal_corners[i, r], r, turns, size)
     o = seats * cells + cells
     for j in range(seats):
         left = s.pieces_left[i, (seat + j) % seats]
