@@ -127,7 +127,7 @@ def _first_legal(eng: Engine) -> np.ndarray:
     """Each env's first legal action (zeros where the game has no action mask)."""
     actions = eng.zero_actions()
     if eng.n_mask:
-        eng.masks.argmax(axis=1, out=actions)
+        eng.action_masks().argmax(axis=1, out=actions)
     return actions
 
 

@@ -23,7 +23,7 @@ from vecsim.games.blokus.pieces import N_ORIENT, N_PIECES, ORIENT_SIZE
 #: What an id module (``classic.py``, ``duo.py``) takes from here with ``import *``.
 __all__ = [
     "CALLABLE_OPPONENT", "CHOICES", "EVENTS", "KERNEL_HINTS", "PHYSICAL_STATE", "STRUCTURAL", "Params", "State", "check_params", "enforce_mask", "info_fields",
-    "prepare_params", "reset_env", "step_env", "write_mask", "write_obs", "render_rgb", "render_text",
+    "prepare_params", "reset_env", "step_env", "write_mask", "write_mask_packed", "all_legal_packed", "write_obs", "render_rgb", "render_text",
 ]
 SELFPLAY, SINGLE = 0, 1
 RANDOM, GREEDY, CALLABLE = 0, 1, 2
@@ -222,6 +222,25 @@ def write_mask(s, p, i, masks):
             masks[i, a] = False
     else:
         rules.write_legal_mask(s, i, s.to_move[i], masks[i])
+
+
+@exact
+def write_mask_packed(s, p, i, packed):
+    if s.game_over[i]:
+        for j in range(packed.shape[1]):
+            packed[i, j] = 0
+    else:
+        rules.write_legal_bits(s, i, s.to_move[i], packed[i])
+
+
+@exact
+def all_legal_packed(s, p, i, packed):
+    """Every action's bit of env ``i``'s packed row set, the last byte's unused bits clear."""
+    n_actions = N_ORIENT * s.rows.shape[2] * s.rows.shape[2]
+    for j in range(packed.shape[1]):
+        packed[i, j] = 0xFF
+    if n_actions % 8:
+        packed[i, packed.shape[1] - 1] = (1 << (n_actions % 8)) - 1
 
 
 @exact(inline="always")
