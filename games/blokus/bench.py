@@ -46,15 +46,37 @@ from vecsim.core.rng import randint, seed_env
 from vecsim.games.blokus import board, rules
 
 
-@exact
-def _count_true(mask):
-    """Number of True in a bool row, read 8 bytes at a time (a bool is one 0/1 byte)."""
-    nw = mask.shape[0] // 8
-    words = mask[:nw * 8].view(np.uint64)
+@exact(inline="always")
+def _word_popcounts(row):
+    """Set bits of a row's whole 8-byte words (a bool row: its True count; the tail is the
+    caller's)."""
+    nw = row.shape[0] // 8
+    words = row[:nw * 8].view(np.uint64)
     n = 0
     for w in range(nw):
         n += popcount(np.int64(words[w]))
-    for a in range(nw * 8, mask.shape[0]):
+    return n
+
+
+@exact(inline="always")
+def _skip_words(row, k):
+    """``(first byte of the 8-byte word that holds the k-th set bit, k less the bits before
+    it)``; past the whole words (the tail's first byte) when they hold k bits or fewer."""
+    nw = row.shape[0] // 8
+    words = row[:nw * 8].view(np.uint64)
+    for w in range(nw):
+        c = popcount(np.int64(words[w]))
+        if k < c:
+            return 8 * w, k
+        k -= c
+    return nw * 8, k
+
+
+@exact
+def _count_true(mask):
+    """Number of True in a bool row, read 8 bytes at a time (a bool is one 0/1 byte)."""
+    n = _word_popcounts(mask)
+    for a in range(mask.shape[0] // 8 * 8, mask.shape[0]):
         n += mask[a]
     return n
 
@@ -62,15 +84,7 @@ def _count_true(mask):
 @exact
 def _nth_true(mask, k):
     """Index of the ``k``-th True (from 0) of a bool row, skipping 8 bytes at a time."""
-    nw = mask.shape[0] // 8
-    words = mask[:nw * 8].view(np.uint64)
-    start = nw * 8
-    for w in range(nw):
-        c = popcount(np.int64(words[w]))
-        if k < c:
-            start = 8 * w
-            break
-        k -= c
+    start, k = _skip_words(mask, k)
     for a in range(start, mask.shape[0]):
         if mask[a]:
             if k == 0:
@@ -80,10 +94,20 @@ def _nth_true(mask, k):
 
 
 @exact
+def _count_bits(packed):
+    """Number of set bits of a packed row (uint8), read 8 bytes at a time."""
+    n = _word_popcounts(packed)
+    for j in range(packed.shape[0] // 8 * 8, packed.shape[0]):
+        n += popcount(np.int64(packed[j]))
+    return n
+
+
+@exact
 def _nth_set_bit(packed, k):
     """Index of the ``k``-th set bit (from 0) of a packed row (action ``a`` at bit ``a % 8`` of
-    byte ``a // 8``), skipping whole bytes by their popcount."""
-    for j in range(packed.shape[0]):
+    byte ``a // 8``), skipping 8 bytes at a time by their popcount, then whole bytes."""
+    start, k = _skip_words(packed, k)
+    for j in range(start, packed.shape[0]):
         byte = np.int64(packed[j])
         c = popcount(byte)
         if k < c:
@@ -109,11 +133,9 @@ def choose_legal(masks, rng, actions):
 @exact
 def choose_legal_packed(packed, rng, actions):
     """``choose_legal`` for packed masks (``(N, ceil(A / 8))`` uint8, ``mask_format="packed"``):
-    the bits of each row counted, then the drawn one found, without unpacking."""
+    the bits of each row counted 64 at a time, then the drawn one found, without unpacking."""
     for i in range(packed.shape[0]):
-        n = 0
-        for j in range(packed.shape[1]):
-            n += popcount(np.int64(packed[i, j]))
+        n = _count_bits(packed[i])
         actions[i] = _nth_set_bit(packed[i], randint(rng, i, n)) if n > 0 else 0
     return actions
 
@@ -131,10 +153,7 @@ def _row_choice(row, rng, i, bits):
     """A uniform legal action of one mask row drawn from env ``i``'s stream: ``row`` bool, or
     packed (uint8) where ``bits``."""
     if bits:
-        n = 0
-        for j in range(row.shape[0]):
-            n += popcount(np.int64(row[j]))
-        return _nth_set_bit(row, randint(rng, i, n))
+        return _nth_set_bit(row, randint(rng, i, _count_bits(row)))
     return _nth_true(row, randint(rng, i, _count_true(row)))
 
 
