@@ -133,6 +133,9 @@ class VecsimVectorEnv(VectorEnv):
         ``vecsim.engine.packed_masks``). ``action_masks()`` stays bool. A game that writes
         packed masks itself (``write_mask_packed``) then writes no bool mask at all
         (``Engine(mask_format="packed")``); for the others the bool masks are packed each step.
+        Such a game with ``copy=True`` runs a packed engine for ``"bool"`` too (the bools
+        unpacked into each step's new array), so read bool masks with ``action_masks()`` or
+        ``info["action_mask"]``, not ``self.engine.masks``.
     precision, parallel, buffers, **params
         As for ``vecsim.Engine``.
     """
