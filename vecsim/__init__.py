@@ -127,7 +127,8 @@ def _first_legal(eng: Engine) -> np.ndarray:
     """Each env's first legal action (zeros where the game has no action mask)."""
     actions = eng.zero_actions()
     if eng.n_mask:
-        eng.masks.argmax(axis=1, out=actions)
+        masks = eng.masks if getattr(eng, "mask_format", "bool") == "bool" else eng.action_masks()
+        masks.argmax(axis=1, out=actions)
     return actions
 
 

@@ -176,7 +176,7 @@ def legal_actions(target) -> np.ndarray | None:
     eng = getattr(target, "engine", target)
     if not getattr(eng, "n_mask", 0) or eng.closed:
         return None
-    return eng.masks.copy()
+    return eng.action_masks().copy()
 
 
 def _bad_action_cases(space: spaces.Space, good: np.ndarray):

@@ -63,3 +63,37 @@ class BlokusStep:
         return placements / (time.perf_counter() - start)
 
     track_placements_per_second.unit = "placements/s"
+
+
+class BlokusVectorEnvRandomPlay:
+    """Random legal selfplay through the Gymnasium VectorEnv (NEXT_STEP), each env's action
+    drawn from its whole ``info["action_mask"]`` by ``choose_legal`` (bool) or
+    ``choose_legal_packed`` (``mask_format="packed"``: the kernel writes the bits, no bool
+    mask), then ``env.step``: what ``python -m vecsim.games.blokus.bench --env-level`` times."""
+
+    timeout = 600.0
+    params = (("Blokus-v0",), (16, 256), (True, False), ("bool", "packed"))
+    param_names = ("game", "num_envs", "copy", "mask_format")
+
+    def setup(self, game, num_envs, copy, mask_format):
+        import gymnasium as gym
+
+        from vecsim.core.rng import seed_env
+        from vecsim.games.blokus.bench import choose_legal, choose_legal_packed
+
+        self.env = gym.make_vec(bench.full_id(game), num_envs=num_envs, vectorization_mode="vector_entry_point",
+                                copy=copy, mask_format=mask_format)
+        _, self.info = self.env.reset(seed=0)
+        self.choose = choose_legal_packed if mask_format == "packed" else choose_legal
+        self.rng, self.actions = np.zeros((num_envs, 2), np.uint64), np.zeros(num_envs, np.int64)
+        for i in range(num_envs):
+            seed_env(self.rng, i, i)
+        for _ in range(5):
+            self.time_move(game, num_envs, copy, mask_format)
+
+    def teardown(self, game, num_envs, copy, mask_format):
+        self.env.close()
+
+    def time_move(self, game, num_envs, copy, mask_format):
+        self.choose(self.info["action_mask"], self.rng, self.actions)
+        self.info = self.env.step(self.actions)[4]

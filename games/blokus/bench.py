@@ -6,8 +6,9 @@
 Every move writes the acting seat's whole ``(91 * S * S,)`` bool mask (env ``i``'s row of an
 ``(N, A)`` batch), draws a uniform legal action from the env's own random stream, finds it by
 reading the mask, and plays it; a finished game restarts. Batch-major (each round writes all
-N masks, then reads them all: a batched env step) and env-major (one env's mask stays in
-cache) are timed, then the parts on the positions the batch reached: the mask clear alone,
+N masks, then reads them all: a batched env step), the same with packed masks (the bits set
+straight from the bitboards, ``rules.write_legal_bits``: 4.5 KB a classic row instead of 36 KB)
+and env-major (one env's mask stays in cache) are timed, then the parts on the positions the batch reached: the mask clear alone,
 mask writing, reading a mask back, counting the moves without a mask, and the early-exit
 test.
 
@@ -19,7 +20,8 @@ same run, one game after another, for the side-by-side ratio.
 ``vecsim/Blokus-v0`` in selfplay mode (NEXT_STEP), each env's action drawn uniformly from its
 whole mask as read from ``info["action_mask"]`` (``choose_legal``: the row's legal actions
 counted, then the drawn one found; ``choose_legal_packed`` reads the packed mask's bits
-without unpacking): at 16 and 256 envs, ``copy=True`` (new arrays every step, what a trainer
+without unpacking; the step kernel writes those bits itself, ``Engine(mask_format="packed")``,
+and no bool mask): at 16 and 256 envs, ``copy=True`` (new arrays every step, what a trainer
 keeping references needs) and ``copy=False`` (views read in place), the bool and the packed
 mask (``mask_format="packed"``), each with 1 and 2 Numba threads (a fresh process each,
 ``NUMBA_NUM_THREADS``); the loop's rate and ``env.step``'s alone. blokus-rl's side reads its
@@ -44,15 +46,37 @@ from vecsim.core.rng import randint, seed_env
 from vecsim.games.blokus import board, rules
 
 
-@exact
-def _count_true(mask):
-    """Number of True in a bool row, read 8 bytes at a time (a bool is one 0/1 byte)."""
-    nw = mask.shape[0] // 8
-    words = mask[:nw * 8].view(np.uint64)
+@exact(inline="always")
+def _word_popcounts(row):
+    """Set bits of a row's whole 8-byte words (a bool row: its True count; the tail is the
+    caller's)."""
+    nw = row.shape[0] // 8
+    words = row[:nw * 8].view(np.uint64)
     n = 0
     for w in range(nw):
         n += popcount(np.int64(words[w]))
-    for a in range(nw * 8, mask.shape[0]):
+    return n
+
+
+@exact(inline="always")
+def _skip_words(row, k):
+    """``(first byte of the 8-byte word that holds the k-th set bit, k less the bits before
+    it)``; past the whole words (the tail's first byte) when they hold k bits or fewer."""
+    nw = row.shape[0] // 8
+    words = row[:nw * 8].view(np.uint64)
+    for w in range(nw):
+        c = popcount(np.int64(words[w]))
+        if k < c:
+            return 8 * w, k
+        k -= c
+    return nw * 8, k
+
+
+@exact
+def _count_true(mask):
+    """Number of True in a bool row, read 8 bytes at a time (a bool is one 0/1 byte)."""
+    n = _word_popcounts(mask)
+    for a in range(mask.shape[0] // 8 * 8, mask.shape[0]):
         n += mask[a]
     return n
 
@@ -60,15 +84,7 @@ def _count_true(mask):
 @exact
 def _nth_true(mask, k):
     """Index of the ``k``-th True (from 0) of a bool row, skipping 8 bytes at a time."""
-    nw = mask.shape[0] // 8
-    words = mask[:nw * 8].view(np.uint64)
-    start = nw * 8
-    for w in range(nw):
-        c = popcount(np.int64(words[w]))
-        if k < c:
-            start = 8 * w
-            break
-        k -= c
+    start, k = _skip_words(mask, k)
     for a in range(start, mask.shape[0]):
         if mask[a]:
             if k == 0:
@@ -78,10 +94,20 @@ def _nth_true(mask, k):
 
 
 @exact
+def _count_bits(packed):
+    """Number of set bits of a packed row (uint8), read 8 bytes at a time."""
+    n = _word_popcounts(packed)
+    for j in range(packed.shape[0] // 8 * 8, packed.shape[0]):
+        n += popcount(np.int64(packed[j]))
+    return n
+
+
+@exact
 def _nth_set_bit(packed, k):
     """Index of the ``k``-th set bit (from 0) of a packed row (action ``a`` at bit ``a % 8`` of
-    byte ``a // 8``), skipping whole bytes by their popcount."""
-    for j in range(packed.shape[0]):
+    byte ``a // 8``), skipping 8 bytes at a time by their popcount, then whole bytes."""
+    start, k = _skip_words(packed, k)
+    for j in range(start, packed.shape[0]):
         byte = np.int64(packed[j])
         c = popcount(byte)
         if k < c:
@@ -107,11 +133,9 @@ def choose_legal(masks, rng, actions):
 @exact
 def choose_legal_packed(packed, rng, actions):
     """``choose_legal`` for packed masks (``(N, ceil(A / 8))`` uint8, ``mask_format="packed"``):
-    the bits of each row counted, then the drawn one found, without unpacking."""
+    the bits of each row counted 64 at a time, then the drawn one found, without unpacking."""
     for i in range(packed.shape[0]):
-        n = 0
-        for j in range(packed.shape[1]):
-            n += popcount(np.int64(packed[i, j]))
+        n = _count_bits(packed[i])
         actions[i] = _nth_set_bit(packed[i], randint(rng, i, n)) if n > 0 else 0
     return actions
 
@@ -125,17 +149,30 @@ def _move(b, i, rng, mask):
 
 
 @exact
-def play_batch_major(b, rng, masks, rounds):
-    """``rounds`` batched steps: all masks written, then each env plays from its mask."""
+def _row_choice(row, rng, i, bits):
+    """A uniform legal action of one mask row drawn from env ``i``'s stream: ``row`` bool, or
+    packed (uint8) where ``bits``."""
+    if bits:
+        return _nth_set_bit(row, randint(rng, i, _count_bits(row)))
+    return _nth_true(row, randint(rng, i, _count_true(row)))
+
+
+@exact
+def play_batch_major(b, rng, masks, rounds, bits):
+    """``rounds`` batched steps: all masks written, then each env plays from its mask.
+    ``masks``: ``(N, A)`` bool, or with ``bits`` packed ``(N, ceil(A / 8))`` uint8 whose bits
+    are set straight from the bitboards (``rules.write_legal_bits``)."""
     n_envs = b.rows.shape[0]
     for _ in range(rounds):
         for i in range(n_envs):
             if b.game_over[i]:
                 rules.clear_board(b, i)
-            rules.write_legal_mask(b, i, b.to_move[i], masks[i])
+            if bits:
+                rules.write_legal_bits(b, i, b.to_move[i], masks[i])
+            else:
+                rules.write_legal_mask(b, i, b.to_move[i], masks[i])
         for i in range(n_envs):
-            n = _count_true(masks[i])
-            rules.play(b, i, _nth_true(masks[i], randint(rng, i, n)))
+            rules.play(b, i, _row_choice(masks[i], rng, i, bits))
     return rounds * n_envs
 
 
@@ -341,8 +378,11 @@ def main(argv=None):
     masks = np.zeros((args.num_envs, board.n_actions(b)), np.bool_)
     print(f"Blokus {args.variant}, num_envs={args.num_envs}, one thread, mask "
           f"{masks.shape[1]} bool = {masks.shape[1] / 1024:.1f} KiB a move")
-    batch = _timed(play_batch_major, b, rng, masks, 8, seconds=args.seconds)
+    batch = _timed(play_batch_major, b, rng, masks, 8, False, seconds=args.seconds)
     print(f"  random legal play, batch-major (N masks, then N moves): {batch:12,.0f} moves/s")
+    packed = np.zeros((args.num_envs, (masks.shape[1] + 7) // 8), np.uint8)
+    batch_packed = _timed(play_batch_major, b, rng, packed, 8, True, seconds=args.seconds)
+    print(f"  the same, packed masks (bits from the bitboards):       {batch_packed:12,.0f} moves/s")
     env = _timed(play_env_major, b, rng, masks, 8, seconds=args.seconds)
     print(f"  random legal play, env-major (mask row in cache):       {env:12,.0f} moves/s")
     # The parts, timed on the positions the games reached (every stage of a game).
@@ -360,7 +400,8 @@ def main(argv=None):
     if args.blokus_rl:
         theirs = blokus_rl(args.blokus_rl, args.seconds)
         print(f"  blokus-rl 0.4.0 raw API (observe + mask + step):         {theirs:12,.0f} moves/s")
-        print(f"  ratio vecsim / blokus-rl: batch-major {batch / theirs:.1f}x, env-major {env / theirs:.1f}x")
+        print(f"  ratio vecsim / blokus-rl: batch-major {batch / theirs:.1f}x, packed {batch_packed / theirs:.1f}x, "
+              f"env-major {env / theirs:.1f}x")
     if args.env_level:
         rows = env_level(args.seconds)
         if args.blokus_rl:  # again after the VectorEnv rows: their ratios use the mean of both

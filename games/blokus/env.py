@@ -14,6 +14,7 @@ from gymnasium import spaces
 from vecsim.core import buffers as placed
 from vecsim.core.contract import KernelHints, named_choices, param
 from vecsim.core.jit import exact
+from vecsim.core.bits import ctz
 from vecsim.core.rng import randint
 from vecsim.games.blokus import rules
 from vecsim.games.blokus.board import VARIANTS
@@ -22,7 +23,7 @@ from vecsim.games.blokus.pieces import N_ORIENT, N_PIECES, ORIENT_SIZE
 #: What an id module (``classic.py``, ``duo.py``) takes from here with ``import *``.
 __all__ = [
     "CALLABLE_OPPONENT", "CHOICES", "EVENTS", "KERNEL_HINTS", "PHYSICAL_STATE", "STRUCTURAL", "Params", "State", "check_params", "enforce_mask", "info_fields",
-    "prepare_params", "reset_env", "step_env", "write_mask", "write_obs", "render_rgb", "render_text",
+    "prepare_params", "reset_env", "step_env", "write_mask", "write_mask_packed", "all_legal_packed", "write_obs", "render_rgb", "render_text",
 ]
 SELFPLAY, SINGLE = 0, 1
 RANDOM, GREEDY, CALLABLE = 0, 1, 2
@@ -223,6 +224,25 @@ def write_mask(s, p, i, masks):
         rules.write_legal_mask(s, i, s.to_move[i], masks[i])
 
 
+@exact
+def write_mask_packed(s, p, i, packed):
+    if s.game_over[i]:
+        for j in range(packed.shape[1]):
+            packed[i, j] = 0
+    else:
+        rules.write_legal_bits(s, i, s.to_move[i], packed[i])
+
+
+@exact
+def all_legal_packed(s, p, i, packed):
+    """Every action's bit of env ``i``'s packed row set, the last byte's unused bits clear."""
+    n_actions = N_ORIENT * s.rows.shape[2] * s.rows.shape[2]
+    for j in range(packed.shape[1]):
+        packed[i, j] = 0xFF
+    if n_actions % 8:
+        packed[i, packed.shape[1] - 1] = (1 << (n_actions % 8)) - 1
+
+
 @exact(inline="always")
 def _turned(r, c, k, size):
     """Cell ``(r, c)`` after ``k`` counter-clockwise quarter turns of the board, as one index."""
@@ -235,6 +255,15 @@ def _turned(r, c, k, size):
     return c * size + size - 1 - r
 
 
+@exact(inline="always")
+def _write_row_bits(obs, i, start, bits, r, turns, size):
+    """Set ``obs[i, start + cell]`` for each column ``c`` set in ``bits``, cell ``(r, c)`` turned."""
+    while bits != 0:
+        c = ctz(bits)
+        bits &= bits - 1
+        obs[i, start + _turned(r, c, turns, size)] = 1
+
+
 @exact
 def write_obs(s, p, i, obs):
     seats, size = s.rows.shape[1], s.rows.shape[2]
@@ -243,16 +272,12 @@ def write_obs(s, p, i, obs):
     turns = seat * (4 // seats)  # quarter turns that bring the seat's start corner to seat 0's
     for k in range(seats * cells + cells):
         obs[i, k] = 0
+    # The set bits of the row bitboards only: a board is mostly empty early and the loop skips
+    # the empty cells a per-cell scan would read.
     for r in range(size):
-        for c in range(size):
-            v = np.int64(s.cells[i, r, c])
-            if v > 0:
-                plane = (v - 1 - seat + seats) % seats
-                obs[i, plane * cells + _turned(r, c, turns, size)] = 1
-        bits = s.legal_corners[i, r]
-        for c in range(size):
-            if (bits >> c) & 1:
-                obs[i, seats * cells + _turned(r, c, turns, size)] = 1
+        for j in range(seats):
+            _write_row_bits(obs, i, j * cells, s.rows[i, (seat + j) % seats, r], r, turns, size)
+        _write_row_bits(obs, i, seats * cells, s.legal_corners[i, r], r, turns, size)
     o = seats * cells + cells
     for j in range(seats):
         left = s.pieces_left[i, (seat + j) % seats]

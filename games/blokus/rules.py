@@ -118,10 +118,15 @@ def _legal_anchors(s, i, o, r):
     return touch & ~blocked
 
 
+# What _generate does with each legal placement besides counting it.
+COUNT, SET_BOOL, SET_BIT = 0, 1, 2
+
+
 @exact(inline="always")
 def _generate(s, i, p, mask, write):
-    """Count seat ``p``'s legal placements, setting each one's action in ``mask`` if
-    ``write`` (the mask is not cleared here)."""
+    """Count seat ``p``'s legal placements; ``write`` SET_BOOL sets each one's action in
+    ``mask`` (bool), SET_BIT its bit in ``mask`` (packed uint8: action ``a`` at bit ``a % 8`` of
+    byte ``a // 8``), COUNT writes nothing (the mask is not cleared here)."""
     size = s.rows.shape[2]
     corner_rows = _prepare(s, i, p)
     if corner_rows == 0:
@@ -138,11 +143,20 @@ def _generate(s, i, p, mask, write):
                 rows &= rows - 1
                 legal = _legal_anchors(s, i, o, r)
                 n += popcount(legal)
-                if write:
-                    base = (o * size + r) * size
+                base = (o * size + r) * size
+                if write == SET_BOOL:
                     while legal != 0:
                         mask[base + ctz(legal)] = True
                         legal &= legal - 1
+                elif write == SET_BIT:
+                    # A board row's anchors are consecutive actions: at most S + 7 bits from
+                    # byte base // 8, OR-ed in a byte at a time.
+                    bits = legal << (base & 7)
+                    byte = base >> 3
+                    while bits != 0:
+                        mask[byte] |= np.uint8(bits & 0xFF)
+                        bits >>= 8
+                        byte += 1
     return n
 
 
@@ -152,14 +166,25 @@ def write_legal_mask(s, i, p, mask):
     e.g. env ``i``'s row of a batch's masks); returns how many there are."""
     for a in range(mask.shape[0]):
         mask[a] = False
-    return _generate(s, i, p, mask, True)
+    return _generate(s, i, p, mask, SET_BOOL)
+
+
+@exact
+def write_legal_bits(s, i, p, packed):
+    """``write_legal_mask`` packed: seat ``p``'s legal placements on env ``i`` as the bits of
+    ``packed`` (uint8 ``(ceil(91 * S * S / 8),)``, action ``a`` at bit ``a % 8`` of byte
+    ``a // 8``: ``numpy.packbits(mask, bitorder="little")``), set straight from the bitboards
+    without a bool mask; returns how many there are."""
+    for j in range(packed.shape[0]):
+        packed[j] = 0
+    return _generate(s, i, p, packed, SET_BIT)
 
 
 @exact
 def count_legal_moves(s, i, p):
     """Number of seat ``p``'s legal placements, with no mask written."""
     # With write=False the loop never touches its mask; env i's ``out`` row stands in for one.
-    return _generate(s, i, p, s.out[i], False)
+    return _generate(s, i, p, s.out[i], COUNT)
 
 
 @exact

@@ -1,7 +1,9 @@
 """Packed legal-action masks (``vecsim.engine.packed_masks``): ``Engine.packed_masks`` and the
 VectorEnv's ``mask_format="packed"`` equal ``numpy.packbits`` of the bool masks, little bit
 order, on Blokus classic (36,400 actions, whole bytes) and Duo (17,836: a last byte half used),
-through play, terminated envs' all-True rows and resets."""
+through play, terminated envs' all-True rows and resets, in every autoreset mode; an engine
+with ``mask_format="packed"`` (the game's kernel writes the bits, no bool mask) gives the same
+games and refuses or flags the same illegal actions as a bool one."""
 
 from __future__ import annotations
 
@@ -61,24 +63,136 @@ def test_pack_mask_rows_packs_any_width_as_numpy_does():
         np.testing.assert_array_equal(out, packbits(masks), err_msg=f"width {width}")
 
 
-@pytest.mark.parametrize("copy", [True, False])
-@pytest.mark.parametrize("autoreset_mode", ["next_step", "same_step"])
-def test_the_vector_envs_packed_mask_format_gives_the_packed_bool_masks(copy, autoreset_mode):
-    envs = [gym.make_vec(DUO, num_envs=3, vectorization_mode="vector_entry_point", copy=copy,
+def assert_same_outputs(got, expected, step):
+    for a, b in zip(got, expected):
+        if isinstance(a, dict):
+            assert a.keys() == b.keys()
+            for key in a:
+                np.testing.assert_array_equal(a[key], b[key], err_msg=f"{key}, step {step}")
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=f"step {step}")
+
+
+@pytest.mark.parametrize("blokus_id,copy,autoreset_mode", [
+    (DUO, True, "next_step"), (DUO, False, "next_step"), (DUO, True, "same_step"), (DUO, False, "disabled"),
+    (CLASSIC, False, "next_step"), (CLASSIC, True, "same_step"), (CLASSIC, True, "disabled")])
+def test_the_vector_envs_packed_mask_format_gives_the_packed_bool_masks(blokus_id, copy, autoreset_mode):
+    envs = [gym.make_vec(blokus_id, num_envs=3, vectorization_mode="vector_entry_point", copy=copy,
                          autoreset_mode=autoreset_mode, mask_format=fmt) for fmt in ("bool", "packed")]
+    engine = envs[1].unwrapped.engine  # the kernel writes the packed bits: no bool mask anywhere
+    assert engine.mask_format == "packed" and engine.masks.dtype == np.uint8
     (_, info), (_, packed_info) = (env.reset(seed=7) for env in envs)
     rng = np.random.default_rng(7)
-    kept = []
-    for _ in range(40):
-        np.testing.assert_array_equal(packed_info["action_mask"], packbits(info["action_mask"]))
+    kept, finished = [], 0
+    for step in range(90 if blokus_id == CLASSIC else 50):
+        np.testing.assert_array_equal(packed_info["action_mask"], packbits(info["action_mask"]), err_msg=f"step {step}")
         assert packed_info["action_mask"].dtype == np.uint8
         if copy:
             kept.append((packed_info["action_mask"], packbits(info["action_mask"])))
         actions = random_legal(info["action_mask"], rng)
-        (*_, info), (*_, packed_info) = (env.step(actions) for env in envs)
-        np.testing.assert_array_equal(envs[1].action_masks(), info["action_mask"])  # action_masks() stays bool
+        out, packed_out = (env.step(actions) for env in envs)
+        assert_same_outputs(packed_out[:4], out[:4], step)
+        info, packed_info = out[4], packed_out[4]
+        np.testing.assert_array_equal(envs[1].action_masks(), envs[0].action_masks())  # action_masks() stays bool
+        done = out[2] | out[3]
+        finished += int(done.sum())
+        if "final_info" in info:  # SAME_STEP: the finished envs' masks as they ended, packed too
+            np.testing.assert_array_equal(packed_info["final_info"]["action_mask"],
+                                          packbits(info["final_info"]["action_mask"]))
+        if autoreset_mode == "disabled" and done.any():
+            (_, info), (_, packed_info) = (env.reset(options={"reset_mask": done.copy()}) for env in envs)
+            np.testing.assert_array_equal(packed_info["action_mask"], packbits(info["action_mask"]))
+            # a masked reset's info holds the reset envs' rows only: go on from the whole masks
+            info = {"action_mask": envs[0].action_masks().copy()}
+            packed_info = {"action_mask": engine.packed_masks().copy()}
+    assert finished >= 1  # a terminated env's all-legal row, and its reset, were compared too
     for returned, expected in kept:  # copy=True: nothing returned is overwritten later
         np.testing.assert_array_equal(returned, expected)
+
+
+@pytest.mark.parametrize("autoreset_mode", ["next_step", "same_step", "disabled"])
+def test_copied_bool_masks_unpacked_from_the_kernels_bits_equal_the_kernels_bools_and_stay(autoreset_mode):
+    # copy=True bool: the engine writes bits and each step unpacks them into a new array
+    envs = [gym.make_vec(DUO, num_envs=3, vectorization_mode="vector_entry_point", copy=copy,
+                         autoreset_mode=autoreset_mode) for copy in (False, True)]
+    assert envs[0].unwrapped.engine.mask_format == "bool" and envs[1].unwrapped.engine.mask_format == "packed"
+    (_, info), (_, copied_info) = (env.reset(seed=5) for env in envs)
+    rng = np.random.default_rng(5)
+    kept, finished = [], 0
+    for step in range(50):
+        np.testing.assert_array_equal(copied_info["action_mask"], info["action_mask"], err_msg=f"step {step}")
+        kept.append(copied_info["action_mask"])
+        copied_info["action_mask"][:] = True  # the caller's array: the engine's check never reads it
+        actions = random_legal(info["action_mask"], rng)
+        out, copied_out = (env.step(actions) for env in envs)
+        assert_same_outputs(copied_out[:4], out[:4], step)
+        info, copied_info = out[4], copied_out[4]
+        np.testing.assert_array_equal(envs[1].action_masks(), envs[0].action_masks())
+        done = out[2] | out[3]
+        finished += int(done.sum())
+        if "final_info" in info:
+            np.testing.assert_array_equal(copied_info["final_info"]["action_mask"], info["final_info"]["action_mask"])
+        if autoreset_mode == "disabled" and done.any():
+            for env in envs:
+                env.reset(options={"reset_mask": done.copy()})
+            info, copied_info = {"action_mask": envs[0].action_masks().copy()}, {"action_mask": envs[1].action_masks()}
+    assert finished >= 1
+    assert all(returned.all() for returned in kept)  # each step's array is new and never written again
+    masks = envs[0].action_masks()
+    actions = random_legal(masks, rng)
+    env = int(np.flatnonzero((~masks).any(axis=1))[0])
+    actions[env] = np.flatnonzero(~masks[env])[0]
+    messages = []
+    for vector_env in envs:  # refused by both, in the same words
+        with pytest.raises(ValueError, match="is not a legal action") as caught:
+            vector_env.step(actions)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("invalid_action", ["raise", "flag"])
+def test_a_packed_engine_refuses_or_flags_the_same_illegal_actions_as_a_bool_one(invalid_action):
+    engines = [vecsim.make(DUO, 4, mask_format=fmt, invalid_action=invalid_action) for fmt in ("bool", "packed")]
+    for eng in engines:
+        eng.reset(seed=2)
+    rng = np.random.default_rng(2)
+    for step in range(12):
+        masks = engines[0].masks
+        actions = random_legal(masks, rng)
+        env = step % 4
+        actions[env] = int(np.flatnonzero(~masks[env])[rng.integers(int((~masks[env]).sum()))])  # an illegal one
+        if invalid_action == "raise":
+            messages = []
+            for eng in engines:
+                with pytest.raises(ValueError, match="is not a legal action") as caught:
+                    eng.step(actions)
+                messages.append(str(caught.value))
+            assert messages[0] == messages[1]
+            actions[env] = random_legal(masks, rng)[env]
+        results = [eng.step(actions) for eng in engines]
+        for name in ("obs", "rewards", "terminals", "truncations", "events"):
+            np.testing.assert_array_equal(getattr(engines[1], name), getattr(engines[0], name), err_msg=name)
+        np.testing.assert_array_equal(engines[1].masks, packbits(engines[0].masks))
+        assert len(results) == 2
+
+
+def test_a_bad_or_unsupported_mask_format_is_refused_naming_it():
+    with pytest.raises(ValueError, match="mask_format must be one of"):
+        vecsim.make(DUO, 2, mask_format="bits")
+    with pytest.raises(ValueError, match="mask_format='packed' needs a game that writes packed masks"):
+        vecsim.make("Tetris-v0", 2, mask_format="packed")
+
+
+def test_the_vector_env_packs_the_bool_masks_of_a_game_without_a_packed_writer():
+    envs = [gym.make_vec("vecsim/Tetris-v0", num_envs=3, vectorization_mode="vector_entry_point",
+                         mask_format=fmt) for fmt in ("bool", "packed")]
+    assert envs[1].unwrapped.engine.mask_format == "bool"
+    (_, info), (_, packed_info) = (env.reset(seed=1) for env in envs)
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        np.testing.assert_array_equal(packed_info["action_mask"], packbits(info["action_mask"]))
+        actions = random_legal(info["action_mask"], rng)
+        (*_, info), (*_, packed_info) = (env.step(actions) for env in envs)
 
 
 def test_a_bad_mask_format_is_refused_naming_it():

@@ -149,6 +149,31 @@ def test_observation_is_from_the_acting_seats_point_of_view():
         assert pieces[3].sum() == N_PIECES - 1 and seat == (int(eng.acting_seat[0]) + 3) % 4
 
 
+def reference_obs(state, i):
+    """Env ``i``'s observation from its cells, corner rows and pieces, with NumPy: each plane
+    turned ``acting_seat * 4 // seats`` quarter turns counter-clockwise (``np.rot90``)."""
+    seats, size = state.rows.shape[1], state.rows.shape[2]
+    seat = int(state.acting_seat[i])
+    turns = seat * (4 // seats)
+    order = [(seat + j) % seats for j in range(seats)]
+    planes = [np.rot90(state.cells[i] == q + 1, turns) for q in order]
+    corner_bits = (state.legal_corners[i][:, None] >> np.arange(size)) & 1
+    planes.append(np.rot90(corner_bits.astype(bool), turns))
+    pieces = [(int(state.pieces_left[i, q]) >> np.arange(N_PIECES)) & 1 for q in order]
+    return np.concatenate([np.stack(planes).ravel(), np.concatenate(pieces)]).astype(np.uint8)
+
+
+@pytest.mark.parametrize("blokus_id", [CLASSIC, DUO])
+def test_observation_equals_a_numpy_reference_on_random_positions(blokus_id):
+    eng = vecsim.make(blokus_id, 6)
+    eng.reset(seed=3)
+    rng = np.random.default_rng(3)
+    for step in range(70):  # games end and restart within this many steps, at every stage
+        for i in range(eng.num_envs):
+            np.testing.assert_array_equal(eng.obs[i], reference_obs(eng.state, i), err_msg=f"env {i}, step {step}")
+        eng.step(random_legal(eng, rng))
+
+
 def test_render_text_and_rgb():
     env = gym.make(DUO, render_mode="ansi")
     env.reset(seed=7)

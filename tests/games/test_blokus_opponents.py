@@ -58,7 +58,7 @@ def lockstep(envs, seed, steps):
         env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     for _ in range(steps):
-        actions = learner_actions(envs[0].unwrapped.engine.masks, rng)
+        actions = learner_actions(envs[0].action_masks(), rng)
         outs = [env.step(actions) for env in envs]
         assert_same_steps(*outs)
         yield outs

@@ -299,6 +299,9 @@ class EpisodeCollector:
         self.max_steps = int(max_steps)
         self.prefetch = bool(prefetch)
         refuse_callable_opponent(vecsim.resolve(env_id), env_kwargs, "EpisodeCollector")
+        if env_kwargs.get("mask_format", "bool") != "bool":
+            raise ValueError(f"EpisodeCollector records and chooses from bool action masks, but got "
+                             f"mask_format={env_kwargs['mask_format']!r}; leave mask_format out")
         kwargs = {"max_episode_steps": None, **env_kwargs}
         self.engine = vecsim.make(env_id, self.num_workers, **kwargs)
         space = self.engine.single_action_space

@@ -216,9 +216,11 @@ _CAPABILITY_OF = {"masks": Capability.MASKS, "events": Capability.EVENTS, "actin
                   "telemetry_written": Capability.TELEMETRY}
 
 
-def buffer_spec(game: GameSpec, params, precision: str = "float64", telemetry: int = 0) -> BufferSpec:
+def buffer_spec(game: GameSpec, params, precision: str = "float64", telemetry: int = 0,
+                mask_format: str = "bool") -> BufferSpec:
     """The ``BufferSpec`` of an engine of ``game`` with scalar ``params`` (its ``Params``) in
-    ``precision``, with a telemetry ring of ``telemetry`` records per env (0: none).
+    ``precision``, with a telemetry ring of ``telemetry`` records per env (0: none), its masks
+    bool or packed (``mask_format``; ``vecsim.engine.packed_masks``).
 
     Raises ``TypeError``/``ValueError`` as the engine does for a game whose spaces it cannot
     batch; checks nothing about ``params`` (``vecsim.engine.engine.build_params`` does)."""
@@ -245,8 +247,13 @@ def buffer_spec(game: GameSpec, params, precision: str = "float64", telemetry: i
     caps = Capability.NONE
     if n_mask:
         caps |= Capability.MASKS
-        fields.append(BufferField("masks", (n_mask,), np.dtype(np.bool_),
-                                  "legal actions (all True once the episode terminated)", Capability.MASKS))
+        if mask_format == "packed":
+            fields.append(BufferField("masks", ((n_mask + 7) // 8,), np.dtype(np.uint8),
+                                      "legal actions packed eight a byte (all set once the episode terminated)",
+                                      Capability.MASKS))
+        else:
+            fields.append(BufferField("masks", (n_mask,), np.dtype(np.bool_),
+                                      "legal actions (all True once the episode terminated)", Capability.MASKS))
     if event_names:
         caps |= Capability.EVENTS
         fields.append(BufferField("events", (len(event_names),), np.dtype(np.int64),

@@ -22,9 +22,9 @@ from vecsim.engine import tuning
 from vecsim.engine.abi import OUTPUT, RING, STATE, buffer_spec, engine_event_names
 from vecsim.engine.chooser import KernelChooser, adapt_enabled, numba_threads
 from vecsim.engine.codegen import address_table, load_kernels, table_specs
-from vecsim.engine.game import GameSpec
+from vecsim.engine.game import PACKED_MASK_FN, GameSpec
 from vecsim.engine.opponents import CallableOpponent, split_opponent
-from vecsim.engine.packed_masks import check_packed_out, pack_mask_rows, packed_width
+from vecsim.engine.packed_masks import MASK_FORMATS, check_packed_out, pack_mask_rows, packed_width
 from vecsim.engine.reset_mask import ResetMask
 from vecsim.engine.reset_params import params_after_reset
 from vecsim.engine.step_result import StepResult
@@ -269,6 +269,13 @@ class Engine:
         the default), or that env is not stepped (reward 0, not terminated, its step counted)
         and is flagged in the event ``invalid_action`` (``"flag"``, for mask-unaware callers).
         Such games get that event column after their own, whichever the policy.
+    mask_format : {"bool", "packed"}
+        What ``masks`` holds for a game with action masks: ``"bool"`` (default) the
+        ``(num_envs, n_actions)`` bool masks; ``"packed"`` the same eight actions a byte,
+        ``(num_envs, ceil(n_actions / 8))`` uint8 (``vecsim.engine.packed_masks``), written
+        straight by the game's ``write_mask_packed`` (a game without one refuses it) and
+        checked against bit by bit: no bool mask is written. ``action_masks()`` stays bool
+        (unpacked, a new array) and ``packed_masks()`` is then a view of ``masks``.
     **params
         Game constants (the fields of the game's ``Params``): a scalar, or a sequence of
         ``num_envs`` values for per-env constants. A game with ``CALLABLE_OPPONENT`` also
@@ -279,7 +286,8 @@ class Engine:
 
     def __init__(self, game: GameSpec, num_envs: int, *, precision: str = "float64",
                  max_episode_steps: int | None = None, parallel="auto", buffers: dict | None = None,
-                 invalid_action: str = "raise", telemetry: int | None = None, **params):
+                 invalid_action: str = "raise", telemetry: int | None = None, mask_format: str = "bool",
+                 **params):
         if not _is_int(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, but got num_envs={num_envs!r}")
         if precision not in PRECISIONS:
@@ -298,7 +306,14 @@ class Engine:
         if invalid_action == "flag" and not game.enforces_mask:
             raise ValueError(f"invalid_action='flag' applies to games whose action mask is binding, and "
                              f"{game.name}'s is not (it declares no enforce_mask): every action it accepts is stepped")
+        if mask_format not in MASK_FORMATS:
+            raise ValueError(f"mask_format must be one of {MASK_FORMATS}, but got mask_format={mask_format!r}")
+        if mask_format == "packed" and not game.has(PACKED_MASK_FN):
+            raise ValueError(f"mask_format='packed' needs a game that writes packed masks ({PACKED_MASK_FN}), and "
+                             f"{game.name} has none; use mask_format='bool' (packed_masks() packs those)")
         self.invalid_action = invalid_action
+        #: ``"bool"`` or ``"packed"``: what ``masks`` holds (see the class docstring).
+        self.mask_format = mask_format
         self.game = game
         self.num_envs = int(num_envs)
         self.precision = precision
@@ -309,7 +324,7 @@ class Engine:
         self._read_game(params)
         capacity = check_capacity(telemetry, game.name, game.telemetry_events)
         #: Every output array this engine writes, versioned (``vecsim.engine.abi.BufferSpec``).
-        self.buffer_spec = buffer_spec(game, self.params_scalar, precision, capacity)
+        self.buffer_spec = buffer_spec(game, self.params_scalar, precision, capacity, mask_format)
         self._allocate(buffers, capacity)
         self._parallel_choice = parallel
         self._load_kernels(parallel)
@@ -354,6 +369,12 @@ class Engine:
         #: The stand-ins the game chose for this batch's kernels (``GameSpec.kernel_functions``):
         #: ``(contract name, stand-in name)`` pairs, shared with the collector's kernels.
         self.kernel_functions = game.kernel_functions(self.params_scalar)
+        if self.mask_format == "packed":
+            if dict(self.kernel_functions).get("write_mask", "write_mask") != "write_mask":
+                raise ValueError(f"{game.name} chose its own mask writer for these constants "
+                                 f"({dict(self.kernel_functions)['write_mask']}), which has no packed form; "
+                                 f"use mask_format='bool'")
+            self.kernel_functions = tuple(sorted(self.kernel_functions + (("write_mask", PACKED_MASK_FN),)))
         if self.invalid_action == "flag":
             self.kernel_functions = tuple(sorted(self.kernel_functions + (("invalid_action", "flag"),)))
 
@@ -402,7 +423,12 @@ class Engine:
         self.elapsed = placed.zeros(n, np.int32)  # steps in the episode (saturating)
         self.rng = placed.zeros((n, 2), np.uint64)
         self.events = placed.zeros((n, len(self.event_names)), np.int64)
-        self.masks = placed.ones((n, self.n_mask), np.bool_)
+        if self.mask_format == "packed":
+            all_legal_row = np.packbits(np.ones(self.n_mask, np.bool_), bitorder="little")
+            self.masks = placed.zeros((n, all_legal_row.shape[0]), np.uint8)
+            self.masks[:] = all_legal_row
+        else:
+            self.masks = placed.ones((n, self.n_mask), np.bool_)
         # Kernel scratch: the envs due for reset, zero-padded like needs_reset (copied 8 flags at a time).
         self._was_pad = placed.zeros(self._needs_pad.shape, np.bool_)
         self._acts32 = placed.zeros(n, np.int32)  # kernel scratch: checked discrete actions
@@ -992,10 +1018,13 @@ class Engine:
         self._observe_kernel(*self._observe_args)
 
     def action_masks(self) -> np.ndarray:
-        """Legal-action masks, shape (num_envs, n_actions) bool (a view)."""
+        """Legal-action masks, shape (num_envs, n_actions) bool (a view; with
+        ``mask_format="packed"`` a new array unpacked from ``masks``)."""
         self.check_open()
         if self.n_mask == 0:
             return np.ones((self.num_envs, getattr(self.single_action_space, "n", 0)), dtype=bool)
+        if self.mask_format == "packed":
+            return np.unpackbits(self.masks, axis=1, count=self.n_mask, bitorder="little").view(np.bool_)
         return self.masks
 
     def packed_masks(self, out: np.ndarray | None = None) -> np.ndarray:
@@ -1006,16 +1035,20 @@ class Engine:
 
         Written into ``out`` (a C-contiguous uint8 array of that shape: the caller's rollout
         storage, say) and returned, or into a buffer of the engine's that the next call
-        overwrites (a view). Packed from the bool masks of the last step or reset."""
+        overwrites (a view). Packed from the bool masks of the last step or reset; with
+        ``mask_format="packed"``, ``masks`` itself (a view) or a copy of it in ``out``."""
         self.check_open()
         n_actions = getattr(self.single_action_space, "n", 0)
         if out is not None:
             out = check_packed_out(out, self.num_envs, n_actions)
-        elif self._packed is None:
+        if self.mask_format == "packed":
+            if out is None:
+                return self.masks
+            np.copyto(out, self.masks)
+            return out
+        if out is None and self._packed is None:
             self._packed = placed.zeros((self.num_envs, packed_width(n_actions)), np.uint8)
-            out = self._packed
-        else:
-            out = self._packed
+        out = self._packed if out is None else out
         pack_mask_rows(self.action_masks(), out)
         return out
 

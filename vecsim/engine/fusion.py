@@ -12,7 +12,8 @@ from numba import njit
 
 from vecsim.core.jit import EXACT_OPTIONS, kernel_options
 from vecsim.core.contract import no_mask
-from vecsim.engine.game import contract_function
+from vecsim.engine.game import PACKED_MASK_FN, contract_function
+from vecsim.engine.packed_masks import mask_allows
 
 _FUSED: dict = {}
 _FUSED_LOCK = threading.Lock()
@@ -79,6 +80,20 @@ def all_legal(i, masks):
         masks[i, k] = True
 
 
+@njit(**dict(EXACT_OPTIONS, inline="always"))
+def _all_legal_bool(s, p, i, masks):
+    all_legal(i, masks)
+
+
+def all_legal_for(game_module, mask_name: str):
+    """The njit function ``f(s, p, i, masks)`` that makes env ``i``'s mask all legal: ``all_legal``
+    for bool masks, the game's ``all_legal_packed`` for its packed writer (only the game knows
+    its number of actions, hence which bits of a packed row's last byte are actions)."""
+    if mask_name == PACKED_MASK_FN:
+        return contract_function(game_module, "all_legal_packed")
+    return _all_legal_bool
+
+
 def _has_mask(game_module, mask_name: str) -> bool:
     return contract_function(game_module, mask_name) is not no_mask
 
@@ -101,7 +116,7 @@ def _refusal(game_module, opts: dict):
     @njit(**dict(opts, inline="always"))
     @_named_for((game_module.__name__,))
     def refused(s, p, i, actions, events, masks):
-        if enforce(p, i) and not masks[i, actions[i]]:
+        if enforce(p, i) and not mask_allows(masks, i, actions[i]):
             for k in range(n_events):
                 events[i, k] = 0
             events[i, n_events] = 1
@@ -134,6 +149,7 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
     ``telemetry``: ``f`` takes a last argument, the ``vecsim.core.telemetry.TelemetryRing`` it
     passes to the game's step (a game that declares ``TELEMETRY``)."""
     step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
+    fill = all_legal_for(game_module, mask_name)
     key = (game_module.__name__, step_name, mask_name, precision, flag_invalid, telemetry)
     with _FUSED_LOCK:
         if key not in _FUSED:
@@ -141,7 +157,7 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
 
             refused = _refusal(game_module, opts) if flag_invalid else _never_refused
             if telemetry:
-                fused = njit(**opts)(_named_for(key)(_step_with_ring(step, write_obs, mask, refused)))
+                fused = njit(**opts)(_named_for(key)(_step_with_ring(step, write_obs, mask, refused, fill)))
             elif _has_mask(game_module, mask_name):
                 @njit(**opts)
                 @_named_for(key)
@@ -152,7 +168,7 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
                         reward, terminated = step(s, p, i, actions, events, rng)
                     write_obs(s, p, i, obs)
                     if terminated:
-                        all_legal(i, masks)
+                        fill(s, p, i, masks)
                     else:
                         mask(s, p, i, masks)
                     return reward, terminated
@@ -233,6 +249,7 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
     # Numba copies an inlined function's IR at each site, and an inlined function that
     # itself inlines the step would be copied whole once more (see docs/numba-workarounds.md).
     step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
+    fill = all_legal_for(game_module, mask_name)
     key = (game_module.__name__, step_name, mask_name, precision, "run", flag_invalid)
     with _FUSED_LOCK:
         if key not in _FUSED:
@@ -252,7 +269,7 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
                         reward, terminated = step(s, p, i, actions, events, rng)  # as step_and_write
                     write_obs(s, p, i, obs)
                     if terminated:
-                        all_legal(i, masks)  # a no-op for a game without masks (masks has no columns)
+                        fill(s, p, i, masks)  # a no-op for a game without masks (masks has no columns)
                     else:
                         mask(s, p, i, masks)
                     finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
@@ -261,7 +278,7 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
         return _FUSED[key]
 
 
-def _step_with_ring(step, write_obs, mask, refused):
+def _step_with_ring(step, write_obs, mask, refused, fill):
     """The Python function ``f(s, p, i, actions, events, rng, obs, masks, ring)`` of
     ``step_and_write`` for a batch with a telemetry ring, to be compiled by the caller: the
     masked form (a game with telemetry is not one whose step loop vectorises)."""
@@ -272,7 +289,7 @@ def _step_with_ring(step, write_obs, mask, refused):
             reward, terminated = step(s, p, i, actions, events, rng, ring)
         write_obs(s, p, i, obs)
         if terminated:
-            all_legal(i, masks)
+            fill(s, p, i, masks)
         else:
             mask(s, p, i, masks)
         return reward, terminated
@@ -285,12 +302,13 @@ def _step_run_with_telemetry(game_module, step_name: str, precision: str, mask_n
     the same loop, the ring passed to the game's step (inlined here: a call per env would pass
     every ``State`` array per env)."""
     step, write_obs, mask = step_parts(game_module, step_name, precision, mask_name)  # takes _FUSED_LOCK itself
+    fill = all_legal_for(game_module, mask_name)
     key = (game_module.__name__, step_name, mask_name, precision, "run", flag_invalid, True)
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
             refused = _refusal(game_module, opts) if flag_invalid else _never_refused
-            one = njit(**dict(opts, inline="always"))(_named_for(key)(_step_with_ring(step, write_obs, mask, refused)))
+            one = njit(**dict(opts, inline="always"))(_named_for(key)(_step_with_ring(step, write_obs, mask, refused, fill)))
 
             @njit(**opts)
             @_named_for(key)

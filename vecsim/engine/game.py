@@ -36,6 +36,11 @@ Optional, with the default this reader gives:
 ``action_ok(p, actions, i)``   derived from the action space: ``0 <= a < n``, or every component
                                finite
 ``write_mask(s, p, i, masks)`` none: every action is always legal (no mask)
+``write_mask_packed``,         none: ``Engine(mask_format="packed")`` is refused (the VectorEnv's
+``all_legal_packed``           packed ``mask_format`` packs the bool masks). Both
+                               ``(s, p, i, packed)``: env ``i``'s row of packed masks
+                               (``vecsim.engine.packed_masks``), and a terminated env's all-legal
+                               row, written by the kernels instead of bools
 ``enforce_mask(p, i)``         none: a mask is advisory; with it an action outside the mask is
                                refused before the step, or with ``invalid_action="flag"`` not
                                stepped and flagged in the engine's ``invalid_action`` event
@@ -100,6 +105,11 @@ REQUIRED = (
     "NAME", "ENV_ID", "Params", "State", "allocate_state", "observation_space", "action_space",
     "reset_env", "step_env", "write_obs", "render_rgb", "render_text",
 )
+
+#: The optional contract function that writes env ``i``'s legal actions as packed bits
+#: (``vecsim.engine.packed_masks``) instead of bools, for ``Engine(mask_format="packed")``; a
+#: game that has it also has ``all_legal_packed(s, p, i, packed)`` (every action's bit set).
+PACKED_MASK_FN = "write_mask_packed"
 
 #: Contract functions a game's ``kernel_functions`` may replace in a batch's kernels.
 SPECIALISABLE = ("step_env", "step_env_fast", "write_mask")

@@ -68,7 +68,7 @@ class CallableOpponent:
 
     def _actions_for(self, envs: np.ndarray) -> np.ndarray:
         eng = self.engine
-        masks = eng.masks[envs]
+        masks = eng.action_masks()[envs]  # bool whatever the engine's mask_format
         out = self.policy(eng.obs[envs], masks)
         try:
             acts = np.asarray(out)

@@ -56,7 +56,7 @@ class _SeatGame:
     def current_obs(self) -> dict:
         """The acting seat's observation and legal moves."""
         eng = self.engine
-        return {"observation": eng.obs[0].copy(), "action_mask": eng.masks[0].astype(np.int8)}
+        return {"observation": eng.obs[0].copy(), "action_mask": eng.action_masks()[0].astype(np.int8)}
 
     def play(self, agent: str, action) -> None:
         """The acting seat ``agent`` plays ``action``, checked in the words of the PettingZoo API."""
@@ -67,7 +67,7 @@ class _SeatGame:
         a = int(action)
         if not 0 <= a < self.act_space.n:
             raise ValueError(f"the action of {agent} must be in [0, {self.act_space.n}), but got {a}")
-        if not self.engine.masks[0, a]:
+        if not self.engine.action_masks()[0, a]:
             raise ValueError(f"action {a} of {agent} is not a legal move (its action_mask is 0 there)")
         self.engine.step_no_reset(np.array([a], np.int64))
 

@@ -65,7 +65,7 @@ class VecsimEnv(gymnasium.Env):
         eng = self.engine
         info = {}
         if eng.game.has_action_mask:
-            info["action_mask"] = eng.masks[0].copy()
+            info["action_mask"] = eng.action_masks()[0].copy()
         for k, name in enumerate(eng.event_names):
             info[name] = int(eng.events[0, k])
         for name, arr in eng.info_arrays.items():

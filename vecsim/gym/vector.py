@@ -17,15 +17,19 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from vecsim.engine.engine import NEXT_STEP, NO_RESET, SAME_STEP, Engine, FinishedEnvError
-from vecsim.engine.packed_masks import packed_width
+from vecsim.engine.game import PACKED_MASK_FN
+from vecsim.engine.packed_masks import MASK_FORMATS, packed_width, unpack_mask_rows
 from vecsim.engine.registry import resolve
 
 # From this many envs a copy=True step lets the kernel write new output arrays rather than
 # copying its buffers: for smaller batches four small copies cost less than four allocations.
 FRESH_MIN_ENVS = 512
 
-#: What ``info["action_mask"]`` may hold (``VecsimVectorEnv``'s ``mask_format``).
-MASK_FORMATS = ("bool", "packed")
+#: The ``copy`` settings under which a game that writes packed masks returns bool masks
+#: unpacked from them (``VecsimVectorEnv``) rather than written as bools by its kernel: with
+#: copy=True the unpack into a new array replaces the kernel's bool stores and their copy;
+#: with copy=False the kernel's bools, read in place, were faster (docs/performance.md, Blokus).
+UNPACK_FOR_COPY = (True,)
 
 _KERNEL_MODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP,
                 AutoresetMode.DISABLED: NO_RESET}
@@ -126,7 +130,12 @@ class VecsimVectorEnv(VectorEnv):
         the ``(num_envs, n_actions)`` bool masks; ``"packed"`` the same packed eight actions a
         byte, ``(num_envs, ceil(n_actions / 8))`` uint8, action ``a`` at bit ``a % 8`` of byte
         ``a // 8`` (``numpy.packbits(masks, axis=1, bitorder="little")``; see
-        ``vecsim.engine.packed_masks``). ``action_masks()`` stays bool.
+        ``vecsim.engine.packed_masks``). ``action_masks()`` stays bool. A game that writes
+        packed masks itself (``write_mask_packed``) then writes no bool mask at all
+        (``Engine(mask_format="packed")``); for the others the bool masks are packed each step.
+        Such a game with ``copy=True`` runs a packed engine for ``"bool"`` too (the bools
+        unpacked into each step's new array), so read bool masks with ``action_masks()`` or
+        ``info["action_mask"]``, not ``self.engine.masks``.
     precision, parallel, buffers, **params
         As for ``vecsim.Engine``.
     """
@@ -147,8 +156,15 @@ class VecsimVectorEnv(VectorEnv):
             raise TypeError(f"flatten_obs must be a bool, but got flatten_obs={flatten_obs!r}")
         if mask_format not in MASK_FORMATS:
             raise ValueError(f"mask_format must be one of {MASK_FORMATS}, but got mask_format={mask_format!r}")
+        # A game with a packed writer gets a packed engine for mask_format="packed": no bool mask
+        # is written or read. With copy=True, bool masks too are unpacked from its bits into a
+        # new array each step (unpack_mask_rows): the engine checks actions against its own bits,
+        # never against an array the caller was given.
+        packs = game.has_action_mask and game.has(PACKED_MASK_FN)
+        self._unpack = packs and mask_format == "bool" and bool(copy) in UNPACK_FOR_COPY
+        engine_masks = "packed" if packs and (mask_format == "packed" or self._unpack) else "bool"
         self.engine = Engine(game, num_envs, precision=precision, max_episode_steps=max_episode_steps,
-                             parallel=parallel, buffers=buffers, **params)
+                             parallel=parallel, buffers=buffers, mask_format=engine_masks, **params)
         self.num_envs = self.engine.num_envs
         self.autoreset_mode = mode
         self.copy = bool(copy)
@@ -171,6 +187,8 @@ class VecsimVectorEnv(VectorEnv):
         self.mask_format = mask_format
         self._packed = mask_format == "packed"
         self._packed_width = packed_width(self.engine.n_mask)
+        # copy=False: the bool masks unpacked into this buffer, which the next call overwrites.
+        self._unpacked = np.zeros((self.num_envs, self.engine.n_mask), np.bool_) if self._unpack else None
         self._events = list(enumerate(self.engine.event_names))
         self._event_views = [self.engine.events[:, k] for k in range(len(self._events))]
         # SAME_STEP must report the terminal step's info as final_info: see _same_step_with_info.
@@ -201,9 +219,16 @@ class VecsimVectorEnv(VectorEnv):
         info: dict[str, Any] = {}
         eng = self.engine
         copy = self.copy
-        if self._packed and self._has_mask:
+        if self._packed and self._has_mask and eng.mask_format == "packed":
+            info["action_mask"] = eng.masks.copy() if copy else eng.masks
+            info["_action_mask"] = self._all_true.copy() if copy else self._all_true
+        elif self._packed and self._has_mask:
             out = np.empty((self.num_envs, self._packed_width), np.uint8) if copy else None
             info["action_mask"] = eng.packed_masks(out)
+            info["_action_mask"] = self._all_true.copy() if copy else self._all_true
+        elif self._unpack:
+            out = np.empty((self.num_envs, eng.n_mask), np.bool_) if copy else self._unpacked
+            info["action_mask"] = unpack_mask_rows(eng.masks, out)
             info["_action_mask"] = self._all_true.copy() if copy else self._all_true
         elif self._has_mask:
             info["action_mask"] = eng.masks.copy() if copy else eng.masks
@@ -335,8 +360,11 @@ class VecsimVectorEnv(VectorEnv):
     def action_masks(self) -> np.ndarray:
         """Legal actions, ``(num_envs, n_actions)`` bool (all True for games without illegal actions)."""
         self._check_open()
+        if self._unpack:
+            return unpack_mask_rows(self.engine.masks, np.empty((self.num_envs, self.engine.n_mask), np.bool_)
+                                    if self.copy else self._unpacked)
         masks = self.engine.action_masks()
-        return masks.copy() if self.copy else masks
+        return masks.copy() if self.copy and self.engine.mask_format == "bool" else masks
 
     def render(self):
         """A tuple of one frame per sub-environment (RGB arrays, or strings in ``"ansi"`` mode)."""

@@ -147,7 +147,7 @@ class Actor:
                 return None
             obs_buf[t] = engine.obs
             if masks is not None:
-                masks[t] = engine.masks
+                masks[t] = engine.action_masks()
             self._decide(params, obs_buf[t], None if masks is None else masks[t], t, batch)
             engine.step_no_reset(actions[t])
             num_ended = _record_step(t, result.rewards, result.terminals, result.truncations, result.observations,
@@ -157,7 +157,7 @@ class Actor:
                 engine.reset_envs(result.to_reset_mask())
         obs_buf[T] = engine.obs
         if masks is not None:
-            masks[T] = engine.masks
+            masks[T] = engine.action_masks()
         batch.final_actor_states = (self.actor_state,)
         batch.episode_returns = ended_returns[:num_ended].copy()
         batch.episode_lengths = ended_lengths[:num_ended].copy()

@@ -312,7 +312,7 @@ class SB3VecEnv(VecEnv):
         eng = self.engine
         if not self._rich_reset_info:
             return {}
-        info = {"action_mask": eng.masks[i].copy()} if eng.n_mask else {}
+        info = {"action_mask": eng.action_masks()[i].copy()} if eng.n_mask else {}
         info.update(dict.fromkeys(self._event_names, 0))
         for name, arr in eng.info_arrays.items():
             info[name] = arr[i].copy()

@@ -51,8 +51,9 @@ from numba import njit, prange
 
 from vecsim.core.contract import box_finite, discrete_ok, no_mask
 from vecsim.core.jit import kernel_options
-from vecsim.engine.fusion import (all_legal, finish_step, pre_step_draft_run, reset_and_write, step_and_write,
+from vecsim.engine.fusion import (all_legal_for, finish_step, pre_step_draft_run, reset_and_write, step_and_write,
                                   step_run_and_write)
+from vecsim.engine.packed_masks import mask_allows
 from vecsim.engine.views import (address_of, c_array_at, c_distinct_array_at, f_array_at, f_distinct_array_at,
                                  overlaps)
 from vecsim.core.rng import seed_env
@@ -81,6 +82,7 @@ _step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", F
 # Its last argument is passed as np.bool_(...): literal True and False would type as two
 # signatures and compile it twice (see docs/numba-workarounds.md).
 _reset_and_write = reset_and_write(_game, "WRITE_MASK")
+_all_legal = all_legal_for(_game, "WRITE_MASK")  # a terminated env's mask, bool or packed
 # The steps of a run of KernelHints.envs_per_call envs in one call (vecsim.engine.fusion.step_run_and_write).
 _step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID, TELEMETRY_ON)
 _draft_run = pre_step_draft_run(_game, "PRECISION")  # DRAFT RUN (kept for games with a pre_step_fix_env)
@@ -137,11 +139,11 @@ def _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, 
     nillegal = 0
     for i in range(n):
         p = Params(PARAM_ROWS)
-        nillegal += (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]
+        nillegal += (not needs_reset[i]) and _game.enforce_mask(p, i) and not mask_allows(masks, i, actions[i])
     if nillegal > 0 and not FLAG_INVALID:  # "flag": the step loop skips and flags those envs
         for i in range(n):
             p = Params(PARAM_ROWS)
-            if (not needs_reset[i]) and _game.enforce_mask(p, i) and not masks[i, actions[i]]:
+            if (not needs_reset[i]) and _game.enforce_mask(p, i) and not mask_allows(masks, i, actions[i]):
                 return ILLEGAL_ACTION, i, 0
     # MASK CHECK END
     return OK, -1, nfinished
@@ -308,7 +310,7 @@ def observe_MODE(obs, masks, term, needs_reset, P, STATE_ARGS):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         _game.write_obs(s, p, np.uint64(i), obs)
         if term[i] and needs_reset[i]:
-            all_legal(np.uint64(i), masks)
+            _all_legal(s, p, np.uint64(i), masks)
         else:
             MASK_FN(s, p, np.uint64(i), masks)
 
@@ -343,7 +345,7 @@ def step_envs(words, max_steps, actions, step_table):
             if needs_reset[i]:
                 return FINISHED_ENV, i
             # MASK CHECK BEGIN (kept only for games that declare enforce_mask)
-            if not FLAG_INVALID and _game.enforce_mask(p, i) and not masks[i, actions[i]]:
+            if not FLAG_INVALID and _game.enforce_mask(p, i) and not mask_allows(masks, i, actions[i]):
                 return ILLEGAL_ACTION, i
             # MASK CHECK END
             acts32[i] = actions[i]  # NARROW ACTIONS (kept only for Discrete actions)
