@@ -8,6 +8,8 @@ step is ``Engine.step`` (NEXT_STEP autoreset), through ``bench.variant_runner`` 
 Tetris's ``BENCH_VARIANTS``). The kernels are compiled (or loaded from the cache) in ``setup``,
 never inside a timed call. tetris-gymnasium's driver is in ``vecsim.bench.peers``.
 
+``TetrisParallelStep`` times the parallel kernel at 256 and 4096 envs in primitive mode.
+
 ``LockFeatures`` times the board features of a lock alone, incremental against the whole-board count.
 
 ``SpeedupVsTetrisGymnasium`` runs only where tetris-gymnasium and JAX are installed (they are
@@ -70,6 +72,32 @@ class TetrisStep(_Tetris):
             self.runner.step()
 
     def track_steps_per_second(self, action_mode, num_envs):
+        return bench.steps_per_second(self.runner.step, num_envs, seconds=0.5)
+
+    track_steps_per_second.unit = "steps/s"
+
+
+class TetrisParallelStep(_Tetris):
+    """``Engine.step`` of the parallel kernel (``parallel=True``) in primitive mode at batch sizes
+    where most steps end an episode somewhere: the envs due for reset are reset inside the
+    step's runs, one parallel region a step. Run with ``NUMBA_NUM_THREADS=2`` or more to
+    compare against ``TetrisStep``'s serial figures."""
+
+    params = ((256, 4096),)
+    param_names = ("num_envs",)
+
+    def setup(self, num_envs):
+        vecsim.warmup(GAME)
+        self.runner = bench.variant_runner(GAME, "primitive", num_envs, parallel=True)
+        self.runner.step()
+
+    def teardown(self, num_envs):
+        self._close("runner")
+
+    def time_step(self, num_envs):
+        self.runner.step()
+
+    def track_steps_per_second(self, num_envs):
         return bench.steps_per_second(self.runner.step, num_envs, seconds=0.5)
 
     track_steps_per_second.unit = "steps/s"

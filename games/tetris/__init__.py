@@ -63,7 +63,7 @@ from vecsim.games.tetris.rules import (
 # the names are looked up when the kernels compile, after both modules finished importing.
 import vecsim.planners.tetris as _planner  # noqa: E402
 from vecsim.core import buffers as placed
-from vecsim.core.cells import put_cells
+from vecsim.core.cells import prefetch_write, put_cells
 from vecsim.core.contract import KernelHints, discrete_ok, named_choices, param
 from vecsim.core.jit import exact
 from vecsim.core.telemetry import push_event, step_stamp
@@ -88,6 +88,8 @@ N_PRIMITIVE = 8
 #: The primitive inputs legal in every state, as mask bits: all but hold.
 PRIMITIVE_MOVES = ((1 << N_PRIMITIVE) - 1) & ~(1 << _planner.HOLD)
 N_DROP = 40
+#: How many envs ahead a step prefetches the colour rows a lock would write (step_env).
+PREFETCH_ENVS_AHEAD = 4
 SCRATCH_COLS = 96  # int64 words of State.scratch_cols per env
 CHOICES = {
     "action_mode": ACTION_MODES,
@@ -306,6 +308,10 @@ def step_env(s, p, i, actions, events, rng, telemetry=None):
         events[i, k] = 0
     a = np.int64(actions[i])
     mode = np.int64(param(p.action_mode, i))
+    # The colour rows a lock of a later env would write: in a large batch they are out of
+    # cache, and a store that misses holds back the observation's stores behind it.
+    ahead = min(np.int64(i) + PREFETCH_ENVS_AHEAD, s.cells.shape[0] - 1)
+    prefetch_write(s.cells, ahead, max(np.int64(s.y[ahead]), 0))
     use_bag = param(p.randomizer, i) > 0
     if mode == PRIMITIVE:
         if a == _planner.HOLD:

@@ -1,6 +1,7 @@
 """``put_cells`` and ``put_words``: a bit row written as one byte per cell, and a row of words
 as its bytes, with whole-word stores where the output allows them, the same bytes as a loop
-over the cells in every case; ``load_word``, several items read as one word, against their bytes."""
+over the cells in every case; ``load_word``, several items read as one word, against their bytes;
+``prefetch_write``, a hint that changes nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numba
 import numpy as np
 import pytest
 
-from vecsim.core.cells import SPREAD, load_word, put_cells, put_words
+from vecsim.core.cells import SPREAD, load_word, prefetch_write, put_cells, put_words
 
 
 @numba.njit
@@ -96,3 +97,19 @@ def test_load_word_packs_the_items_little_endian(dtype, order):
                 for j in starts]
     assert out.tolist() == [int(e) for e in expected]
     assert [int(load_word(rows, 1, int(j))) for j in starts] == out.tolist()  # from Python, the same
+
+
+@numba.njit
+def prefetch_every_row(ary):
+    for i in range(ary.shape[0]):
+        for j in range(ary.shape[1]):
+            prefetch_write(ary, i, j)
+
+
+@pytest.mark.parametrize("shape, order", [((5, 24, 10), "C"), ((7, 3), "C"), ((7, 3), "F")])
+def test_prefetch_write_compiles_and_changes_nothing(shape, order):
+    ary = np.asarray(np.arange(np.prod(shape)).reshape(shape) % 251, dtype=np.uint8, order=order)
+    before = ary.copy()
+    prefetch_every_row(ary)  # C-contiguous: the LLVM prefetch; F: no hint
+    assert prefetch_write(ary, 0, 0) is None  # from Python: nothing
+    np.testing.assert_array_equal(ary, before)

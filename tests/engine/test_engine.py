@@ -947,6 +947,8 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
     assert f"run_length = {k} if PARALLEL_parallel else max(n, 1)" in runs
     assert f"run_length = {k} if PARALLEL_serial else max(n, 1)" in runs  # the serial kernel: one call
     assert "prange((n + run_length - 1) // run_length)" in runs and "_step_and_write(s, p, np.uint64(i)," not in runs
+    # The parallel kernel resets due envs inside its runs (one parallel region a step), the serial one before.
+    assert "resets_in_runs = PARALLEL_parallel and True" in runs and "resets_in_runs = PARALLEL_serial and True" in runs
     per_env = batched_step(render_source(cartpole, "float32", True))
     assert "_step_and_write(s, p, np.uint64(i)," in per_env and "_step_run(s, p, lo" not in per_env
     slot_runs = render_collect_step_source(tetris, "float64", True)

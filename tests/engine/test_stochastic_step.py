@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vecsim.core.contract import KernelHints
 from vecsim.engine.game import load_game
 from vecsim.engine.engine import NEXT_STEP, SAME_STEP, Engine
 from vecsim.engine.reset_mask import ResetMask
@@ -19,9 +20,16 @@ STEPS = 150
 SEED = 11
 
 
-@pytest.fixture(scope="module")
-def game():
-    return load_game("rng_walk_game")
+@pytest.fixture(scope="module", params=[1, 8], ids=["per_env", "runs_of_8"])
+def game(request):
+    """The game as written (one env a call) and stepped in runs of 8 envs a call, where the
+    parallel kernel resets the envs due for reset inside each run (N is no multiple of 8)."""
+    if request.param == 1:
+        return load_game("rng_walk_game")
+    module = load_game("rng_walk_game").module
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "KERNEL_HINTS", KernelHints(envs_per_call=request.param), raising=False)
+        return load_game("rng_walk_game")
 
 
 def _actions(t):

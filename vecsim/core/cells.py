@@ -170,3 +170,49 @@ def _load_word_overload(rows, i, j):
         return word
 
     return load_items
+
+
+@intrinsic
+def _prefetch_write(typingctx, ary, i, j):
+    """LLVM's write prefetch (high locality) of the cache line holding ``ary[i, j, 0, ...]``."""
+    if not (isinstance(ary, types.Array) and ary.layout == "C" and ary.ndim >= 2):
+        return None
+    sig = types.void(ary, i, j)
+
+    def codegen(context, builder, signature, args):
+        arr = context.make_array(signature.args[0])(context, builder, args[0])
+        nd = signature.args[0].ndim
+        index = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:3], signature.args[1:3])]
+        index += [context.get_constant(types.intp, 0)] * (nd - 2)
+        ptr = cgutils.get_item_pointer2(context, builder, arr.data, cgutils.unpack_tuple(builder, arr.shape, nd),
+                                        cgutils.unpack_tuple(builder, arr.strides, nd), "C", index)
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(ir.IntType(32), 1), ir.Constant(ir.IntType(32), 3),
+                          ir.Constant(ir.IntType(32), 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def prefetch_write(ary, i, j):
+    """Ask the CPU to bring the cache line of ``ary[i, j]`` (its first item where ``ary`` has
+    more dimensions) in for writing: a hint that changes no value. A kernel that writes rows of
+    a large batch only now and then (a lock's cells) issues it a few envs ahead, so that the
+    store does not wait on memory. ``ary``: C-contiguous array of 2 dimensions or more, with
+    ``i``, ``j`` within its first two. Compiled inline in Numba; from Python, nothing."""
+
+
+@overload(prefetch_write)
+def _prefetch_write_overload(ary, i, j):
+    if isinstance(ary, types.Array) and ary.layout == "C" and ary.ndim >= 2:
+        def prefetch(ary, i, j):
+            _prefetch_write(ary, i, j)
+
+        return prefetch
+
+    def nothing(ary, i, j):  # another layout: no hint
+        pass
+
+    return nothing

@@ -164,7 +164,8 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     text = _render_contract_calls(text, game, mask_fn, functions)
     text = re.sub(r"\bWRITE_MASK\b", mask_fn, text)
     two_pass = not fast and game.has("pre_step_fix_env")
-    if fast or two_pass or not game.has("pre_step_env"):  # no empty parallel region
+    one_pass = not (fast or two_pass or not game.has("pre_step_env"))
+    if not one_pass:  # no empty parallel region
         text = re.sub(r"^ *# PRE STEP BEGIN.*?# PRE STEP END\n", "", text, flags=re.S | re.M)
     if not two_pass:
         text = re.sub(r"^ *# PRE STEP DRAFT BEGIN.*?# PRE STEP DRAFT END\n", "", text, flags=re.S | re.M)
@@ -173,7 +174,12 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     if not discrete:
         text = re.sub(r"\n *acts32\[i\] = actions\[i\]  # NARROW ACTIONS.*", "", text)
     text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
-    text = _keep_one(text, "STEP PER ENV", "STEP RUNS", game.hints.envs_per_call)
+    # The parallel kernel resets due envs inside its step runs, where no pass lies between the
+    # resets and the steps and a run's flags are whole 8-env words.
+    per_call = game.hints.envs_per_call
+    resets_in_runs = per_call > 1 and per_call % 8 == 0 and not (one_pass or two_pass)
+    text = re.sub(r"\bRESETS_IN_RUNS\b", repr(resets_in_runs), text)
+    text = _keep_one(text, "STEP PER ENV", "STEP RUNS", per_call)
     if not game.enforces_mask:
         text = re.sub(r"^ *# MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S | re.M)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
@@ -219,7 +225,8 @@ def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tabl
     ``functions`` (``GameSpec.kernel_functions``) in it, its step and reset kernels rebuilding
     their arrays from address tables of the ``tables`` specs (``render_source``), with a
     telemetry ring where ``telemetry``; written once, then cached."""
-    key = (game.module.__name__, precision, tuple(functions), tuple(sorted(tables.items())), telemetry)
+    # The hints shape the rendered loops (envs_per_call), so a game read with others is another module.
+    key = (game.module.__name__, game.hints, precision, tuple(functions), tuple(sorted(tables.items())), telemetry)
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
@@ -435,7 +442,7 @@ def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool, fu
     the stand-ins ``functions`` (``GameSpec.kernel_functions``)."""
     functions = _default_functions(game, functions)
     kind = "discrete" if discrete else "box"
-    key = (game.module.__name__, precision, "collect_step", kind, tuple(functions))
+    key = (game.module.__name__, game.hints, precision, "collect_step", kind, tuple(functions))
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]

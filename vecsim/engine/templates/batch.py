@@ -186,7 +186,8 @@ def step_MODE(mode, max_steps, actions, step_table):
     if status != OK:
         return status, index
     was_u64 = was_done.view(np.uint64)
-    if mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0:
+    resets_in_runs = PARALLEL_MODE and RESETS_IN_RUNS  # a parallel kernel resets inside its runs
+    if mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0 and not resets_in_runs:
         # An env due for reset must not be stepped first: the step's draws would shift its
         # stream. Reset those envs before the step pass, which then skips them.
         for w in prange(was_u64.shape[0]):
@@ -225,6 +226,18 @@ def step_MODE(mode, max_steps, actions, step_table):
     for c in prange((n + run_length - 1) // run_length):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         lo = c * run_length
+        if resets_in_runs and mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0:
+            # The run's envs due for reset, as the pass above resets them, in the same parallel
+            # region: one launch a step instead of two (each env's reset and step touch only
+            # its own rows, so the order between envs changes nothing). RUN_LENGTH is a
+            # multiple of 8, so the run's flags are whole words of was_u64.
+            for w in range(lo // 8, (min(n, lo + run_length) + 7) // 8):
+                due = was_u64[w]
+                while due != _ZERO:
+                    i = w * 8 + (ctz(due) >> 3)
+                    due &= due - _ONE
+                    _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final,
+                                     obs, masks, obs, np.bool_(False))
         _step_run(s, p, lo, min(n, lo + run_length), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
                   events, rng, obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done, TELEMETRY_RING)
     # STEP RUNS END
