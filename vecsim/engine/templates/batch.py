@@ -228,9 +228,10 @@ def step_MODE(mode, max_steps, actions, step_table):
         lo = c * run_length
         if resets_in_runs and mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0:
             # The run's envs due for reset, as the pass above resets them, in the same parallel
-            # region: one launch a step instead of two (each env's reset and step touch only
-            # its own rows, so the order between envs changes nothing). RUN_LENGTH is a
-            # multiple of 8, so the run's flags are whole words of was_u64.
+            # region, so that a step needs one parallel launch, not a second for the resets
+            # (each env's reset and step touch only its own rows, so the order between envs
+            # changes nothing). RUN_LENGTH is a multiple of 8, so the run's flags are whole
+            # words of was_u64.
             for w in range(lo // 8, (min(n, lo + run_length) + 7) // 8):
                 due = was_u64[w]
                 while due != _ZERO:
