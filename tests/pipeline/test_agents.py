@@ -236,3 +236,24 @@ def test_compiled_draws_equal_their_numpy_definition():
         u = rng.random(1000)
         cum = np.cumsum(np.exp(logp), axis=1)
         np.testing.assert_array_equal(categorical.sample(logp, u), (cum <= (u * cum[:, -1])[:, None]).sum(axis=1))
+
+
+@pytest.mark.slow  # importing torch takes seconds
+def test_torch_act_computes_what_the_module_computes_with_each_snapshot():
+    torch = pytest.importorskip("torch")
+    from vecsim.pipeline.agents.torch_ppo import TorchPPO
+
+    agent = TorchPPO(4, 3, hidden=(16, 16))
+    params, opt_state = agent.init()
+    obs = np.random.default_rng(3).standard_normal((6, 4))
+    state = agent.initial_actor_state(np.arange(6))
+    later = {name: t + 0.25 for name, t in params.items()}  # a newer snapshot: the thread's module must reload
+    for snapshot in (params, later, params):
+        actions, _, extras = agent.act(snapshot, state, obs, None)
+        with torch.no_grad():
+            logits, value = torch.func.functional_call(opt_state["module"], snapshot,
+                                                       (torch.as_tensor(obs, dtype=torch.float32),))
+        logp = categorical.log_softmax(logits.numpy(), None)
+        np.testing.assert_array_equal(extras["value"], value.numpy())
+        np.testing.assert_array_equal(extras["log_prob"], categorical.pick(logp, actions))
+        np.testing.assert_array_equal(actions, categorical.sample(logp, streams.uniforms(state["keys"], 0)))

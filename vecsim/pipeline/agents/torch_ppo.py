@@ -3,8 +3,9 @@ torch network needs nothing of the pipeline's beyond ``act`` and ``learn``.
 
 The learner owns a ``torch.nn.Module`` and its optimiser (the optimiser state), updated in
 place; what it publishes as parameters is a snapshot, a dict of detached copies of the
-module's tensors, which the actors run with ``torch.func.functional_call`` on a module of
-their own (``torch.no_grad``; torch releases the GIL inside its kernels). Returns and
+module's tensors. Each thread that acts (or evaluates values) keeps a module of its own and
+copies a snapshot into it once, when it first meets that snapshot, then runs it under
+``torch.inference_mode`` (torch releases the GIL inside its kernels). Returns and
 advantages come from ``vecsim.pipeline.agents.returns``, the actions from each env's stream
 (``vecsim.pipeline.agents.streams``), as in the NumPy PPO. Needs ``vecsim[train]``. It never
 sets torch's thread count: the caller's setting stands.
@@ -13,6 +14,7 @@ sets torch's thread count: the caller's setting stands.
 from __future__ import annotations
 
 import copy
+import threading
 
 import numpy as np
 import torch
@@ -58,7 +60,8 @@ class TorchPPO:
         self.lr, self.gamma, self.lam, self.clip = lr, gamma, lam, clip
         self.epochs, self.minibatches, self.ent_coef, self.vf_coef = epochs, minibatches, ent_coef, vf_coef
         self.max_grad_norm, self.seed = max_grad_norm, seed
-        self._actor_module = None
+        self._template = None
+        self._local = threading.local()  # each thread's module and the snapshot loaded into it
 
     @classmethod
     def for_env(cls, env_id: str, env_kwargs: dict | None = None, **kwargs) -> "TorchPPO":
@@ -70,7 +73,7 @@ class TorchPPO:
         ``{"module", "optimizer"}`` for the learner."""
         torch.manual_seed(self.seed if seed is None else seed)
         module = ActorCritic(self.obs_dim, self.num_actions, self.hidden)
-        self._actor_module = copy.deepcopy(module)
+        self._template = copy.deepcopy(module)
         optimizer = torch.optim.Adam(module.parameters(), lr=self.lr, eps=1e-5)
         return self.snapshot(module), {"module": module, "optimizer": optimizer}
 
@@ -79,25 +82,51 @@ class TorchPPO:
         return {name: t.detach().clone() for name, t in module.named_parameters()}
 
     def features(self, obs) -> torch.Tensor:
-        return torch.as_tensor(np.asarray(obs, dtype=np.float32)) * self.scale
+        return torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)) * self.scale
 
     def initial_actor_state(self, env_seeds):
         return {"keys": streams.env_keys(env_seeds), "draws": 0}
 
+    def _module(self, params) -> nn.Module:
+        """This thread's module holding ``params`` (copied in when they are new to the thread)."""
+        local = self._local
+        if getattr(local, "params", None) is not params:
+            if self._template is None:
+                raise ValueError("TorchPPO acts with the parameters of its init(): call init() first")
+            if getattr(local, "module", None) is None:
+                local.module = copy.deepcopy(self._template)
+                local.layers = [[(m.weight, m.bias) for m in net if isinstance(m, nn.Linear)]
+                                for net in (local.module.pi, local.module.v)]
+            with torch.no_grad():
+                for name, tensor in local.module.named_parameters():
+                    tensor.copy_(params[name])
+            local.params = params
+        return local.module
+
     def _forward(self, params, x):
-        return torch.func.functional_call(self._actor_module, params, (x,))
+        """``(logits (B, A), values (B,))`` of ``ActorCritic.forward``, as ``nn.Linear`` computes
+        them (``addmm``), without the modules' call overhead."""
+        self._module(params)
+        outputs = []
+        with torch.inference_mode():
+            for layers in self._local.layers:
+                h = x
+                for k, (weight, bias) in enumerate(layers):
+                    h = torch.addmm(bias, h, weight.t())
+                    if k < len(layers) - 1:
+                        torch.tanh_(h)
+                outputs.append(h)
+        return outputs[0], outputs[1][:, 0]
 
     def act(self, params, actor_state, obs, mask):
-        with torch.no_grad():
-            logits, value = self._forward(params, self.features(obs))
+        logits, value = self._forward(params, self.features(obs))
         logp = categorical.log_softmax(logits.numpy(), mask)
         actions = categorical.sample(logp, streams.uniforms(actor_state["keys"], actor_state["draws"]))
         extras = {"log_prob": categorical.pick(logp, actions), "value": value.numpy()}
         return actions, {"keys": actor_state["keys"], "draws": actor_state["draws"] + 1}, extras
 
     def value(self, params, obs) -> np.ndarray:
-        with torch.no_grad():
-            return self._forward(params, self.features(obs))[1].numpy().astype(np.float64)
+        return self._forward(params, self.features(obs))[1].numpy().astype(np.float64)
 
     def learn(self, params, opt_state, batch):
         module, optimizer = opt_state["module"], opt_state["optimizer"]
@@ -140,7 +169,6 @@ class TorchPPO:
 
     def greedy(self, params):
         def policy(obs, mask):
-            with torch.no_grad():
-                logits = self._forward(params, self.features(obs))[0].numpy()
+            logits = self._forward(params, self.features(obs))[0].numpy()
             return categorical.log_softmax(logits, mask).argmax(axis=1)
         return policy
