@@ -111,11 +111,12 @@ def test_the_vector_envs_packed_mask_format_gives_the_packed_bool_masks(blokus_i
 
 
 @pytest.mark.parametrize("autoreset_mode", ["next_step", "same_step", "disabled"])
-def test_copied_bool_masks_unpacked_from_the_kernels_bits_equal_the_kernels_bools_and_stay(autoreset_mode):
-    # copy=True bool: the engine writes bits and each step unpacks them into a new array
+def test_copied_bool_masks_equal_the_kernels_bools_and_stay(autoreset_mode):
+    # copy=True bool: each step's masks are a new array; the engine's own masks stay bool
     envs = [gym.make_vec(DUO, num_envs=3, vectorization_mode="vector_entry_point", copy=copy,
                          autoreset_mode=autoreset_mode) for copy in (False, True)]
-    assert envs[0].unwrapped.engine.mask_format == "bool" and envs[1].unwrapped.engine.mask_format == "packed"
+    assert [env.unwrapped.engine.mask_format for env in envs] == ["bool", "bool"]
+    assert all(env.unwrapped.engine.masks.dtype == np.bool_ for env in envs)
     (_, info), (_, copied_info) = (env.reset(seed=5) for env in envs)
     rng = np.random.default_rng(5)
     kept, finished = [], 0

@@ -25,10 +25,6 @@ MASK_FORMATS = ("bool", "packed")
 
 _GATHER_BITS = np.uint64(0x0102040810204080)  # byte j's bit 0 -> bit 56 + j
 _S56 = np.uint64(56)
-_ONE_EACH_BYTE = np.uint64(0x0101010101010101)  # a byte copied into all eight
-_BIT_J_OF_BYTE_J = np.uint64(0x8040201008040201)
-_SEVENS = np.uint64(0x7F7F7F7F7F7F7F7F)  # a byte's one set bit carried into its bit 7, no further
-_S7 = np.uint64(7)
 
 
 def packed_width(n_actions: int) -> int:
@@ -53,24 +49,6 @@ def pack_mask_rows(masks, out):
             for a in range(whole * 8, n_actions):
                 last |= np.int64(row[a]) << (a - whole * 8)
             dest[whole] = np.uint8(last)
-
-
-@exact
-def unpack_mask_rows(packed, out):
-    """Unpack ``packed`` (``(N, ceil(A / 8))`` uint8) into ``out`` (``(N, A)`` bool,
-    C-contiguous), eight bools a word from each byte, front to back:
-    ``numpy.unpackbits(packed, axis=1, count=A, bitorder="little")``."""
-    n_actions = out.shape[1]
-    whole = n_actions // 8
-    for i in range(out.shape[0]):
-        row = packed[i]
-        words = out[i, :whole * 8].view(np.uint64)
-        for w in range(whole):
-            spread = (np.uint64(row[w]) * _ONE_EACH_BYTE) & _BIT_J_OF_BYTE_J
-            words[w] = ((spread + _SEVENS) >> _S7) & _ONE_EACH_BYTE
-        for a in range(whole * 8, n_actions):
-            out[i, a] = (row[a >> 3] >> (a & 7)) & 1
-    return out
 
 
 def mask_allows(masks, i, a):

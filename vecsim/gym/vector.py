@@ -18,18 +18,12 @@ from gymnasium.vector.utils import batch_space
 
 from vecsim.engine.engine import NEXT_STEP, NO_RESET, SAME_STEP, Engine, FinishedEnvError
 from vecsim.engine.game import PACKED_MASK_FN
-from vecsim.engine.packed_masks import MASK_FORMATS, packed_width, unpack_mask_rows
+from vecsim.engine.packed_masks import MASK_FORMATS, packed_width
 from vecsim.engine.registry import resolve
 
 # From this many envs a copy=True step lets the kernel write new output arrays rather than
 # copying its buffers: for smaller batches four small copies cost less than four allocations.
 FRESH_MIN_ENVS = 512
-
-#: The ``copy`` settings under which a game that writes packed masks returns bool masks
-#: unpacked from them (``VecsimVectorEnv``) rather than written as bools by its kernel: with
-#: copy=True the unpack into a new array replaces the kernel's bool stores and their copy;
-#: with copy=False the kernel's bools, read in place, were faster (docs/performance.md, Blokus).
-UNPACK_FOR_COPY = (True,)
 
 _KERNEL_MODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP,
                 AutoresetMode.DISABLED: NO_RESET}
@@ -133,9 +127,7 @@ class VecsimVectorEnv(VectorEnv):
         ``vecsim.engine.packed_masks``). ``action_masks()`` stays bool. A game that writes
         packed masks itself (``write_mask_packed``) then writes no bool mask at all
         (``Engine(mask_format="packed")``); for the others the bool masks are packed each step.
-        Such a game with ``copy=True`` runs a packed engine for ``"bool"`` too (the bools
-        unpacked into each step's new array), so read bool masks with ``action_masks()`` or
-        ``info["action_mask"]``, not ``self.engine.masks``.
+        ``self.engine.masks`` holds what ``mask_format`` names.
     precision, parallel, buffers, **params
         As for ``vecsim.Engine``.
     """
@@ -157,12 +149,9 @@ class VecsimVectorEnv(VectorEnv):
         if mask_format not in MASK_FORMATS:
             raise ValueError(f"mask_format must be one of {MASK_FORMATS}, but got mask_format={mask_format!r}")
         # A game with a packed writer gets a packed engine for mask_format="packed": no bool mask
-        # is written or read. With copy=True, bool masks too are unpacked from its bits into a
-        # new array each step (unpack_mask_rows): the engine checks actions against its own bits,
-        # never against an array the caller was given.
+        # is written or read.
         packs = game.has_action_mask and game.has(PACKED_MASK_FN)
-        self._unpack = packs and mask_format == "bool" and bool(copy) in UNPACK_FOR_COPY
-        engine_masks = "packed" if packs and (mask_format == "packed" or self._unpack) else "bool"
+        engine_masks = "packed" if packs and mask_format == "packed" else "bool"
         self.engine = Engine(game, num_envs, precision=precision, max_episode_steps=max_episode_steps,
                              parallel=parallel, buffers=buffers, mask_format=engine_masks, **params)
         self.num_envs = self.engine.num_envs
@@ -187,8 +176,6 @@ class VecsimVectorEnv(VectorEnv):
         self.mask_format = mask_format
         self._packed = mask_format == "packed"
         self._packed_width = packed_width(self.engine.n_mask)
-        # copy=False: the bool masks unpacked into this buffer, which the next call overwrites.
-        self._unpacked = np.zeros((self.num_envs, self.engine.n_mask), np.bool_) if self._unpack else None
         self._events = list(enumerate(self.engine.event_names))
         self._event_views = [self.engine.events[:, k] for k in range(len(self._events))]
         # SAME_STEP must report the terminal step's info as final_info: see _same_step_with_info.
@@ -225,10 +212,6 @@ class VecsimVectorEnv(VectorEnv):
         elif self._packed and self._has_mask:
             out = np.empty((self.num_envs, self._packed_width), np.uint8) if copy else None
             info["action_mask"] = eng.packed_masks(out)
-            info["_action_mask"] = self._all_true.copy() if copy else self._all_true
-        elif self._unpack:
-            out = np.empty((self.num_envs, eng.n_mask), np.bool_) if copy else self._unpacked
-            info["action_mask"] = unpack_mask_rows(eng.masks, out)
             info["_action_mask"] = self._all_true.copy() if copy else self._all_true
         elif self._has_mask:
             info["action_mask"] = eng.masks.copy() if copy else eng.masks
@@ -360,9 +343,6 @@ class VecsimVectorEnv(VectorEnv):
     def action_masks(self) -> np.ndarray:
         """Legal actions, ``(num_envs, n_actions)`` bool (all True for games without illegal actions)."""
         self._check_open()
-        if self._unpack:
-            return unpack_mask_rows(self.engine.masks, np.empty((self.num_envs, self.engine.n_mask), np.bool_)
-                                    if self.copy else self._unpacked)
         masks = self.engine.action_masks()
         return masks.copy() if self.copy and self.engine.mask_format == "bool" else masks
 
