@@ -127,7 +127,8 @@ class VecsimVectorEnv(VectorEnv):
         ``vecsim.engine.packed_masks``). ``action_masks()`` stays bool. A game that writes
         packed masks itself (``write_mask_packed``) then writes no bool mask at all
         (``Engine(mask_format="packed")``); for the others the bool masks are packed each step.
-        ``self.engine.masks`` holds what ``mask_format`` names.
+        ``self.engine.masks`` is packed only in the first case (``self.engine.mask_format``
+        says which); ``copy`` never changes it.
     precision, parallel, buffers, **params
         As for ``vecsim.Engine``.
     """
