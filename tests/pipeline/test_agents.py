@@ -257,3 +257,46 @@ def test_torch_act_computes_what_the_module_computes_with_each_snapshot():
         np.testing.assert_array_equal(extras["value"], value.numpy())
         np.testing.assert_array_equal(extras["log_prob"], categorical.pick(logp, actions))
         np.testing.assert_array_equal(actions, categorical.sample(logp, streams.uniforms(state["keys"], 0)))
+
+
+@pytest.mark.parametrize("grad_scale", [1.0, 0.37])
+def test_compiled_adam_rounds_as_numpy_does(grad_scale):
+    rng = np.random.default_rng(5)
+    params = {"pi": nn.init_mlp(rng, (4, 7, 3), out_gain=0.01)}
+    state = nn.adam_init(params)
+    for _ in range(3):  # a few steps, so that the moments are not zero
+        grads = {"pi": tuple(rng.standard_normal(p.shape).astype(np.float32) for p in params["pi"])}
+        lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-5
+        t = state["t"] + 1
+        step = lr * np.sqrt(1.0 - b2**t) / (1.0 - b1**t)
+        want_p, want_m, want_v = [], [], []
+        for p, g, m, v in zip(params["pi"], grads["pi"], state["m"]["pi"], state["v"]["pi"]):
+            g = g * grad_scale if grad_scale != 1.0 else g
+            m = b1 * m + (1.0 - b1) * g
+            v = b2 * v + (1.0 - b2) * (g * g)
+            want_p.append((p - (step * m / (np.sqrt(v) + eps))).astype(p.dtype))
+            want_m.append(m)
+            want_v.append(v)
+        new_params, state = nn.adam_update(params, grads, state, lr, grad_scale=grad_scale)
+        for got, want in zip(new_params["pi"] + state["m"]["pi"] + state["v"]["pi"], want_p + want_m + want_v):
+            assert got.dtype == np.float32 and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+        assert all(not np.shares_memory(a, b) for a, b in zip(new_params["pi"], params["pi"]))
+        params = new_params
+
+
+def test_compiled_tanh_derivative_rounds_as_numpy_does():
+    rng = np.random.default_rng(6)
+    net = nn.init_mlp(rng, (5, 9, 8, 3), out_gain=1.0)
+    x = rng.standard_normal((11, 5)).astype(np.float32)
+    out, acts = nn.forward(net, x)
+    d_out = rng.standard_normal(out.shape).astype(np.float32)
+    grads = nn.backward(net, acts, d_out)
+    d, want = d_out, [None] * len(net)
+    for k in range(len(net) - 2, -1, -2):  # backward's recursion with NumPy's elementwise product
+        h = acts[k // 2]
+        want[k], want[k + 1] = h.T @ d, d.sum(axis=0)
+        if k:
+            d = (d @ net[k].T) * (1.0 - h * h)
+    for got, expected in zip(grads, want):
+        np.testing.assert_array_equal(got, expected)

@@ -182,13 +182,16 @@ def table(results: list) -> str:
 
 
 def blas_limit(threads: int | None):
-    """A context limiting BLAS to ``threads`` threads (threadpoolctl), or one that does nothing."""
+    """A context limiting BLAS to ``threads`` threads (threadpoolctl: NumPy's OpenBLAS and SciPy's,
+    which the agents' compiled inference calls), or one that does nothing."""
     if threads is None:
         return contextlib.nullcontext()
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
         raise SystemExit("--blas-threads needs threadpoolctl (pip install threadpoolctl)") from None
+    import vecsim.pipeline.agents  # noqa: F401  (loads SciPy's BLAS, which the limit must cover too)
+
     return threadpool_limits(threads, user_api="blas")
 
 

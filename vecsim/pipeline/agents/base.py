@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 
 import vecsim
-from vecsim.pipeline.agents import categorical, nn, streams
+from vecsim.pipeline.agents import categorical, inference, nn, streams
 
 
 def env_dims(env_id: str, **env_kwargs) -> tuple[int, int]:
@@ -81,6 +81,7 @@ class CategoricalAgent:
                              f"but got shape {scale.shape}")
         object.__setattr__(self, "_scale", scale)
         object.__setattr__(self, "_scaled", bool(scale.ndim or scale != 1.0))
+        object.__setattr__(self, "_scale_row", np.ascontiguousarray(np.broadcast_to(scale, (self.obs_dim,))))
 
     @classmethod
     def for_env(cls, env_id: str, env_kwargs: dict | None = None, **kwargs):
@@ -112,8 +113,9 @@ class CategoricalAgent:
         return self.lr * max(0.0, 1.0 - opt_state["t"] / self.lr_decay_updates)
 
     def _step(self, params: dict, opt_state: dict, grads: dict) -> tuple[dict, dict, float]:
-        grads, norm = nn.clip_by_global_norm(grads, self.max_grad_norm)
-        params, opt_state = nn.adam_update(params, grads, opt_state, self._learning_rate(opt_state))
+        norm = nn.global_norm(grads)
+        params, opt_state = nn.adam_update(params, grads, opt_state, self._learning_rate(opt_state),
+                                           grad_scale=nn.clip_scale(norm, self.max_grad_norm))
         return params, opt_state, norm
 
     # -- acting ----------------------------------------------------------------------------
@@ -124,11 +126,18 @@ class CategoricalAgent:
     def policy_log_probs(self, params: dict, obs: np.ndarray, mask) -> np.ndarray:
         return categorical.log_softmax(nn.predict(params["pi"], self.features(obs)), mask)
 
+    def sample_actions(self, params: dict, actor_state: dict, obs: np.ndarray, mask):
+        """``(actions, log_probs, features, next actor_state)``: actions drawn from the policy
+        with each env's own stream, in one compiled call that releases the GIL
+        (``vecsim.pipeline.agents.inference``)."""
+        actions, log_probs, features = inference.sample_policy(params["pi"], obs, self._scale_row, mask,
+                                                               actor_state["keys"], actor_state["draws"])
+        return actions, log_probs, features, {"keys": actor_state["keys"], "draws": actor_state["draws"] + 1}
+
     def act(self, params: dict, actor_state: dict, obs: np.ndarray, mask):
         """Actions drawn from the policy with each env's own stream."""
-        logp = self.policy_log_probs(params, obs, mask)
-        u = streams.uniforms(actor_state["keys"], actor_state["draws"])
-        return categorical.sample(logp, u), {"keys": actor_state["keys"], "draws": actor_state["draws"] + 1}
+        actions, _, _, actor_state = self.sample_actions(params, actor_state, obs, mask)
+        return actions, actor_state
 
     def greedy(self, params: dict):
         """``policy(obs, mask) -> actions``: the most probable legal action (for evaluation)."""

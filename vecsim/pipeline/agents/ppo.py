@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from vecsim.pipeline.agents import categorical, nn, returns, streams
+from vecsim.pipeline.agents import categorical, inference, nn, returns
 from vecsim.pipeline.agents.base import CategoricalAgent
 
 
@@ -42,12 +42,8 @@ class PPO(CategoricalAgent):
 
     def act(self, params, actor_state, obs, mask):
         """Actions, and extras ``log_prob`` and ``value`` ``(n,)`` float32."""
-        x = self.features(obs)
-        logp = categorical.log_softmax(nn.predict(params["pi"], x), mask)
-        u = streams.uniforms(actor_state["keys"], actor_state["draws"])
-        actions = categorical.sample(logp, u)
-        extras = {"log_prob": categorical.pick(logp, actions), "value": nn.predict(params["v"], x)[:, 0]}
-        return actions, {"keys": actor_state["keys"], "draws": actor_state["draws"] + 1}, extras
+        actions, log_probs, x, actor_state = self.sample_actions(params, actor_state, obs, mask)
+        return actions, actor_state, {"log_prob": log_probs, "value": inference.predict(params["v"], x)[:, 0]}
 
     def learn(self, params, opt_state, batch):
         T, n = batch.num_steps, batch.num_envs
