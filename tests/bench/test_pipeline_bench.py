@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import types
 
+import numpy as np
 import pytest
 
 from vecsim import cli
@@ -17,7 +18,9 @@ def test_bench_pipeline_measures_every_cell_both_ways_and_reports_the_ratio(monk
     def fake_run(impl, num_envs, mode, num_actors, cycles, steps_per_cycle=pipeline.STEPS_PER_CYCLE, learner="step"):
         calls.append((impl, num_envs, mode, num_actors, learner))
         return types.SimpleNamespace(steps_per_second=150.0 if mode == pipeline.PIPELINED else 100.0,
-                                     cycles=cycles, seconds=0.03 * cycles, learn_seconds=0.02 * cycles), 1.25
+                                     cycles=cycles, seconds=0.03 * cycles, learn_seconds=0.02 * cycles,
+                                     actor_cpu_seconds=np.array([0.027 * cycles]),
+                                     learner_cpu_seconds=0.0063 * cycles), 1.25
 
     monkeypatch.setattr(pipeline, "run_metrics", fake_run)
     out = tmp_path / "pipeline.json"
@@ -32,6 +35,7 @@ def test_bench_pipeline_measures_every_cell_both_ways_and_reports_the_ratio(monk
     # milliseconds per cycle acting and learning, from the synchronous runs
     assert "learning ms/cycle" in text and "20.0" in text and "10.0" in text
     assert "pipelined cores" in text and "1.25" in text
+    assert "actors' cores" in text and "0.90" in text and "learner's cores" in text and "0.21" in text
     results = json.loads(out.read_text())["results"]
     assert [r["ratios"] for r in results] == [[1.5, 1.5]] * 6
 

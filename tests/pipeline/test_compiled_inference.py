@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from vecsim.pipeline.agents import PPO, categorical, inference, nn, streams
+from vecsim.pipeline.agents.base import COMPILED_ACTING_ROWS
 
 
 def test_tanh32_is_within_one_ulp_of_tanh():
@@ -70,3 +71,24 @@ def test_ppo_acts_with_the_compiled_step():
     np.testing.assert_array_equal(extras["log_prob"], want_logp)
     np.testing.assert_array_equal(extras["value"], inference.predict(params["v"], features)[:, 0])
     assert new_state["draws"] == 1 and extras["log_prob"].dtype == np.float32
+
+
+@pytest.mark.parametrize("rows", [COMPILED_ACTING_ROWS - 1, COMPILED_ACTING_ROWS])
+def test_ppo_acts_compiled_below_the_threshold_and_with_numpy_from_there_on(rows):
+    agent = PPO(obs_dim=4, num_actions=3, hidden=(8, 8))
+    params, _ = agent.init()
+    obs = np.random.default_rng(4).standard_normal((rows, 4))
+    state = agent.initial_actor_state(np.arange(rows))
+    actions, _, extras = agent.act(params, state, obs, None)
+    x = agent.features(obs)
+    if rows < COMPILED_ACTING_ROWS:
+        want_actions, want_logp, _ = inference.sample_policy(params["pi"], obs, agent._scale_row, None, state["keys"], 0)
+        want_value = inference.predict(params["v"], x)[:, 0]
+    else:
+        logp = categorical.log_softmax(nn.predict(params["pi"], x), None)
+        want_actions = categorical.sample(logp, streams.uniforms(state["keys"], 0))
+        want_logp, want_value = categorical.pick(logp, want_actions), nn.predict(params["v"], x)[:, 0]
+    np.testing.assert_array_equal(actions, want_actions)
+    np.testing.assert_array_equal(extras["log_prob"], want_logp)
+    np.testing.assert_array_equal(extras["value"], want_value)
+    assert extras["log_prob"].dtype == extras["value"].dtype == np.float32

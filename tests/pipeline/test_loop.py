@@ -223,6 +223,37 @@ def test_actors_block_on_a_full_queue():
     assert metrics.cycles == 10 and (metrics.actor_wait_seconds > 0).all()
 
 
+def spin(seconds):
+    """Burn ``seconds`` of this thread's CPU."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+@pytest.mark.parametrize("mode", ["synchronous", "pipelined"])
+def test_each_threads_cpu_time_is_reported(mode):
+    class BusyLearner(LeanAgent):
+        def learn(self, params, opt_state, batch):
+            spin(0.02)
+            return super().learn(params, opt_state, batch)
+
+    class BusyActor(LeanAgent):
+        def act(self, params, actor_state, obs, mask):
+            if actor_state["steps"] % 16 == 0:  # the first step of each cycle (steps_per_cycle=16)
+                spin(0.01)
+            return super().act(params, actor_state, obs, mask)
+
+    for agent, busy in ((BusyLearner(), "learner"), (BusyActor(), "actors")):
+        with make(agent, mode=mode, num_actors=2) as loop:
+            metrics = loop.run(3)
+        assert metrics.actor_cpu_seconds.shape == (2,) and (metrics.actor_cpu_seconds > 0).all()
+        if busy == "learner":  # 3 learn calls of 20 ms each, and acting is light
+            assert 0.06 <= metrics.learner_cpu_seconds < 0.06 + metrics.actor_cpu_seconds.sum() + 0.05
+        else:  # each actor spins 10 ms at the start of each of 3 cycles; none of it counts as the learner's
+            assert (metrics.actor_cpu_seconds >= 0.03).all()
+            assert metrics.learner_cpu_seconds < 0.03
+
+
 # -- faults ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["pipelined", "synchronous"])
 def test_an_exception_in_an_actor_reaches_the_caller_with_its_traceback(mode):

@@ -144,7 +144,8 @@ def measure(sizes=NUM_ENVS, actors=ACTORS, impls=("numpy",), rounds: int = 5, cy
     """Every cell ``rounds`` times, interleaved; a list of dicts with the rates of each round."""
     cells = configurations(sizes, actors, impls, learners)
     results = [{"impl": i, "learner": lr, "num_envs": n, "num_actors": a, SYNCHRONOUS: [], PIPELINED: [],
-                "acting_ms": [], "learning_ms": [], "pipelined_cores": []} for i, lr, n, a in cells]
+                "acting_ms": [], "learning_ms": [], "pipelined_cores": [], "actor_cores": [],
+                "learner_cores": []} for i, lr, n, a in cells]
     for r in range(rounds):
         for cell in results:
             # the synchronous loop runs on one actor (one engine over every env), as a plain loop would
@@ -159,6 +160,8 @@ def measure(sizes=NUM_ENVS, actors=ACTORS, impls=("numpy",), rounds: int = 5, cy
                 cell[mode].append(metrics.steps_per_second)
                 if mode == PIPELINED:
                     cell["pipelined_cores"].append(cores)
+                    cell["actor_cores"].append(float(metrics.actor_cpu_seconds.sum()) / metrics.seconds)
+                    cell["learner_cores"].append(metrics.learner_cpu_seconds / metrics.seconds)
                 if mode == SYNCHRONOUS:
                     cell["learning_ms"].append(1e3 * metrics.learn_seconds / metrics.cycles)
                     cell["acting_ms"].append(1e3 * (metrics.seconds - metrics.learn_seconds) / metrics.cycles)
@@ -175,9 +178,11 @@ def table(results: list) -> str:
                      f"{statistics.median(cell['acting_ms']):.1f}", f"{statistics.median(cell['learning_ms']):.1f}",
                      format_rate(statistics.median(cell[SYNCHRONOUS])), format_rate(statistics.median(cell[PIPELINED])),
                      f"{statistics.median(cell['pipelined_cores']):.2f}",
+                     *(f"{statistics.median(cell[k]):.2f}" if cell.get(k) else "?" for k in ("actor_cores", "learner_cores")),
                      f"{statistics.median(ratios):.2f}x", f"{min(ratios):.2f}-{max(ratios):.2f}"])
     return format_table(["inference", "learner", "num_envs", "actor threads", "acting ms/cycle", "learning ms/cycle",
-                         "synchronous steps/s", "pipelined steps/s", "pipelined cores", "ratio (median)",
+                         "synchronous steps/s", "pipelined steps/s", "pipelined cores",
+                         "actors' cores", "learner's cores", "ratio (median)",
                          "ratio range"], rows)
 
 
@@ -208,7 +213,8 @@ def describe(cycles: int, rounds: int, blas_threads, torch_threads) -> str:
             f"the actors; learner step = a gradient step on the whole batch, minibatch = a gradient step on "
             f"{MINIBATCH_STEPS} x num_envs samples of it, none = acting alone; ms per cycle acting and learning "
             f"from the synchronous runs; pipelined cores = the process's CPU seconds per second during the "
-            f"pipelined runs; env steps/s of Pipeline.run over {cycles} cycles, median of "
+            f"pipelined runs, actors' and learner's cores = those of the actor threads and of the learner's thread "
+            f"(time.thread_time); env steps/s of Pipeline.run over {cycles} cycles, median of "
             f"{rounds} interleaved rounds. synchronous = mode='synchronous' with one engine over every env; pipelined "
             f"= actor threads over slices of the envs, the learner in the calling thread. BLAS threads: "
             f"{blas_threads or 'as they were'}; torch threads: {torch_threads or 'as they were'}.")

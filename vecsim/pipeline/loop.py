@@ -89,6 +89,11 @@ class PipelineMetrics:
         Time the learner waited for trajectories.
     actor_wait_seconds : ndarray of float64, shape (num_actors,)
         Time each actor waited for room in its full queue (backpressure).
+    actor_cpu_seconds : ndarray of float64, shape (num_actors,)
+        CPU time each actor's acting took (``time.thread_time`` of the thread it ran in): with
+        ``learner_cpu_seconds``, per wall-clock second, the cores each thread got.
+    learner_cpu_seconds : float
+        CPU time of the thread that called ``run``, less its acting (synchronous mode).
     stopped : bool
         ``close`` was called during the run.
     """
@@ -106,6 +111,8 @@ class PipelineMetrics:
     learn_seconds: float
     learner_wait_seconds: float
     actor_wait_seconds: np.ndarray
+    actor_cpu_seconds: np.ndarray
+    learner_cpu_seconds: float
     stopped: bool
 
 
@@ -121,12 +128,13 @@ class _ActorThread:
     def __init__(self, pipeline: "Pipeline", actor: Actor, queue: TrajectoryQueue, num_cycles: int, first: int):
         self.pipeline, self.actor, self.queue = pipeline, actor, queue
         self.num_cycles, self.first = num_cycles, first
-        self.wait_seconds = 0.0
+        self.wait_seconds = self.cpu_seconds = 0.0
         self.thread = threading.Thread(target=self._main, name=f"{THREAD_PREFIX}-{actor.index}", daemon=True)
 
     def _main(self) -> None:
         pipeline, actor = self.pipeline, self.actor
         cycle = self.first
+        cpu = time.thread_time()
         try:
             for cycle in range(self.first, self.first + self.num_cycles):
                 version, params = pipeline.params_for(cycle)
@@ -140,6 +148,8 @@ class _ActorThread:
             exc.add_note(f"raised in actor {actor.index} of the pipeline (envs {actor.start}..{actor.stop - 1}), "
                          f"cycle {cycle}")
             pipeline._fail(exc)
+        finally:
+            self.cpu_seconds = time.thread_time() - cpu
 
 
 class Pipeline:
@@ -320,8 +330,9 @@ class Pipeline:
             if self._running:
                 raise RuntimeError("this pipeline is already running (run is not reentrant)")
             self._running = True
-        record = {"learner": [], "batches": [], "learn": 0.0, "wait": 0.0}
-        start = time.perf_counter()
+        record = {"learner": [], "batches": [], "learn": 0.0, "wait": 0.0,
+                  "actor_cpu": np.zeros(self.num_actors)}
+        start, cpu = time.perf_counter(), time.thread_time()
         try:
             if self.mode == "synchronous":
                 self._run_synchronous(num_cycles, record)
@@ -336,6 +347,7 @@ class Pipeline:
                 self._running = False
                 if self._closed:
                     self._close_engines()
+        record["learner_cpu"] = time.thread_time() - cpu - (record["actor_cpu"].sum() if self.mode == "synchronous" else 0.0)
         return self._metrics(record, time.perf_counter() - start)
 
     def _run_synchronous(self, num_cycles: int, record: dict) -> None:
@@ -343,7 +355,11 @@ class Pipeline:
             if self._stop.is_set():
                 return
             version, params = self.params_for(self.cycle)
-            parts = [actor.play_cycle(params, version, self.cycle) for actor in self.actors]
+            parts = []
+            for actor in self.actors:
+                cpu = time.thread_time()
+                parts.append(actor.play_cycle(params, version, self.cycle))
+                record["actor_cpu"][actor.index] += time.thread_time() - cpu
             if any(part is None for part in parts):
                 return
             self._consume(join_slices(parts), record)
@@ -376,6 +392,7 @@ class Pipeline:
         finally:
             self._join(JOIN_TIMEOUT_S)
             record["actor_wait"] = [worker.wait_seconds for worker in self._threads]
+            record["actor_cpu"] = np.array([worker.cpu_seconds for worker in self._threads])
             for queue in self.queues:
                 queue.clear()
 
@@ -409,6 +426,7 @@ class Pipeline:
             learner=record["learner"], params_versions=versions, params_lag=learner_version - versions,
             learn_seconds=record["learn"], learner_wait_seconds=record["wait"],
             actor_wait_seconds=np.array(record.get("actor_wait", [0.0] * self.num_actors)),
+            actor_cpu_seconds=record["actor_cpu"], learner_cpu_seconds=record["learner_cpu"],
             stopped=self._stop.is_set() and self._error is None,
         )
 

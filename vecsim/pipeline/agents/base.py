@@ -9,6 +9,20 @@ import numpy as np
 
 import vecsim
 from vecsim.pipeline.agents import categorical, inference, nn, streams
+from vecsim.pipeline.loop import MIN_ENVS_PER_ACTOR
+
+
+# An actor's batch of fewer rows acts in one compiled call: a few microseconds of GIL a step
+# instead of a dozen NumPy calls. From here on NumPy's SIMD tanh outruns the compiled one, and
+# the GIL-held calls are a small share of a step. Pipeline's default gives an actor thread of its
+# own only to slices of at least this many envs, so a synchronous loop and a pipelined one with
+# default actors take the same path.
+COMPILED_ACTING_ROWS = MIN_ENVS_PER_ACTOR
+
+
+def compiled_acting(obs: np.ndarray) -> bool:
+    """Whether the example agents act on ``obs`` ``(B, obs_dim)`` in one compiled call."""
+    return len(obs) < COMPILED_ACTING_ROWS
 
 
 def env_dims(env_id: str, **env_kwargs) -> tuple[int, int]:
@@ -127,12 +141,27 @@ class CategoricalAgent:
         return categorical.log_softmax(nn.predict(params["pi"], self.features(obs)), mask)
 
     def sample_actions(self, params: dict, actor_state: dict, obs: np.ndarray, mask):
-        """``(actions, log_probs, features, next actor_state)``: actions drawn from the policy
-        with each env's own stream, in one compiled call that releases the GIL
-        (``vecsim.pipeline.agents.inference``)."""
-        actions, log_probs, features = inference.sample_policy(params["pi"], obs, self._scale_row, mask,
-                                                               actor_state["keys"], actor_state["draws"])
-        return actions, log_probs, features, {"keys": actor_state["keys"], "draws": actor_state["draws"] + 1}
+        """``(actions (B,) int64, log_probs (B,) float32, features (B, obs_dim) float32, next
+        actor_state)``: actions drawn from the policy with each env's own stream. Below
+        ``COMPILED_ACTING_ROWS`` rows in one compiled call that releases the GIL
+        (``vecsim.pipeline.agents.inference``), from there on with NumPy (``nn``, ``categorical``)."""
+        keys, draws = actor_state["keys"], actor_state["draws"]
+        if compiled_acting(obs):
+            actions, log_probs, features = inference.sample_policy(params["pi"], obs, self._scale_row, mask, keys,
+                                                                   draws)
+        else:
+            features = self.features(obs)
+            logp = categorical.log_softmax(nn.predict(params["pi"], features), mask)
+            actions = categorical.sample(logp, streams.uniforms(keys, draws))
+            log_probs = categorical.pick(logp, actions)
+        return actions, log_probs, features, {"keys": keys, "draws": draws + 1}
+
+    def predict_value(self, params: dict, features: np.ndarray) -> np.ndarray:
+        """``V`` ``(B,)`` float32 of ``features`` ``(B, obs_dim)`` float32, by the path
+        ``sample_actions`` took for as many rows."""
+        if compiled_acting(features):
+            return inference.predict(params["v"], features)[:, 0]
+        return nn.predict(params["v"], features)[:, 0]
 
     def act(self, params: dict, actor_state: dict, obs: np.ndarray, mask):
         """Actions drawn from the policy with each env's own stream."""

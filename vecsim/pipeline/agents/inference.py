@@ -9,7 +9,8 @@ another actor's) rather than taking turns with it. The matrix products are BLAS'
 order, except ``tanh`` (``tanh32`` below: the C library's is ten times slower than NumPy's SIMD
 loop) and the ``exp`` and ``log`` of the softmax (the C library's). NumPy's float32 ``tanh``,
 ``exp`` and ``log`` are SIMD approximations of their own, so the two paths may differ in the last
-bit: an agent acts with this one only (the learner's NumPy recomputes what it needs).
+bit: which of the two an agent acts with depends on the rows of its batch alone
+(``base.COMPILED_ACTING_ROWS``); the learner's NumPy recomputes what it needs.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from vecsim.pipeline.agents import categorical, inference, nn, returns
+from vecsim.pipeline.agents import categorical, nn, returns
 from vecsim.pipeline.agents.base import CategoricalAgent
 
 
@@ -43,7 +43,7 @@ class PPO(CategoricalAgent):
     def act(self, params, actor_state, obs, mask):
         """Actions, and extras ``log_prob`` and ``value`` ``(n,)`` float32."""
         actions, log_probs, x, actor_state = self.sample_actions(params, actor_state, obs, mask)
-        return actions, actor_state, {"log_prob": log_probs, "value": inference.predict(params["v"], x)[:, 0]}
+        return actions, actor_state, {"log_prob": log_probs, "value": self.predict_value(params, x)}
 
     def learn(self, params, opt_state, batch):
         T, n = batch.num_steps, batch.num_envs
