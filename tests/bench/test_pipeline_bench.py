@@ -51,3 +51,10 @@ def test_acting_cost_is_cpu_time_per_step_of_acting_alone(capsys):
     assert 0 < pipeline.acting_cpu_per_step((4,), 2, cycles=1, repeats=1) < 1e5
     assert pipeline.main(["--acting-cost", "--num-envs", "2"]) == 0
     assert "CPU us per step" in capsys.readouterr().out
+
+
+def test_learning_cost_is_cpu_time_of_the_learners_thread_per_cycle(capsys):
+    assert 0 < pipeline.learning_cpu_per_cycle("minibatch", 2, cycles=1, repeats=1) < 1e4
+    assert pipeline.main(["--learning-cost", "--num-envs", "2", "--learners", "minibatch", "none"]) == 0
+    out = capsys.readouterr().out
+    assert "learner's CPU ms per cycle" in out and "minibatch" in out and "none" not in out

@@ -132,6 +132,20 @@ def acting_cpu_per_step(hidden: tuple, num_envs: int, cycles: int = 5, repeats: 
     return 1e6 * best
 
 
+def learning_cpu_per_cycle(learner: str, num_envs: int, cycles: int = 3, repeats: int = 3) -> float:
+    """CPU milliseconds per cycle of the learner's thread (``PipelineMetrics.learner_cpu_seconds``:
+    ``learn`` and the loop's own work, acting excluded) in a synchronous run of the benchmark's
+    NumPy agent with ``learner``, the best of ``repeats`` runs of ``cycles`` cycles."""
+    from vecsim.pipeline import Pipeline
+
+    agent = make_agent("numpy", learner, num_envs)
+    params, opt_state = agent.init()
+    with Pipeline(GAME, num_envs, agent, params=params, opt_state=opt_state, num_actors=1,
+                  steps_per_cycle=STEPS_PER_CYCLE, mode=SYNCHRONOUS) as loop:
+        loop.run(1)
+        return 1e3 * min(loop.run(cycles).learner_cpu_seconds / cycles for _ in range(repeats))
+
+
 def configurations(sizes, actors, impls, learners=("step",)):
     """``(impl, learner, num_envs, num_actors)`` cells; each is measured synchronous and pipelined.
     The minibatch learner is NumPy's alone."""
@@ -236,6 +250,9 @@ def main(argv=None) -> int:
     parser.add_argument("--acting-cost", action="store_true",
                         help="instead: CPU us per step of synchronous acting alone, with a 1x8 policy (the loop's own "
                              "cost) and the benchmark's, at each --num-envs")
+    parser.add_argument("--learning-cost", action="store_true",
+                        help="instead: CPU ms per cycle of the learner's thread in a synchronous run, for each "
+                             "--learners (but none) at each --num-envs")
     args = parser.parse_args(argv)
     for name in ("rounds", "cycles"):
         if getattr(args, name) < 1:
@@ -249,6 +266,12 @@ def main(argv=None) -> int:
             rows = [[f"{len(h)}x{h[0]}", n, f"{acting_cpu_per_step(h, n):.1f}"] for h in ((8,), HIDDEN)
                     for n in args.num_envs]
         print(format_table(["policy MLP", "num_envs", "CPU us per step"], rows))
+        return 0
+    if args.learning_cost:
+        with blas_limit(args.blas_threads):
+            rows = [[learner, n, f"{learning_cpu_per_cycle(learner, n):.2f}"] for learner in args.learners
+                    if learner != "none" for n in args.num_envs]
+        print(format_table(["learner", "num_envs", "learner's CPU ms per cycle"], rows))
         return 0
     start, load_before = time.perf_counter(), load_average()
     with blas_limit(args.blas_threads):
