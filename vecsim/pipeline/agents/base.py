@@ -140,9 +140,10 @@ class CategoricalAgent:
     def policy_log_probs(self, params: dict, obs: np.ndarray, mask) -> np.ndarray:
         return categorical.log_softmax(nn.predict(params["pi"], self.features(obs)), mask)
 
-    def sample_actions(self, params: dict, actor_state: dict, obs: np.ndarray, mask):
+    def sample_actions(self, params: dict, actor_state: dict, obs: np.ndarray, mask, with_log_probs: bool = True):
         """``(actions (B,) int64, log_probs (B,) float32, features (B, obs_dim) float32, next
-        actor_state)``: actions drawn from the policy with each env's own stream. Below
+        actor_state)``: actions drawn from the policy with each env's own stream (``log_probs``
+        ``None`` where not asked for and not computed on the way). Below
         ``COMPILED_ACTING_ROWS`` rows in one compiled call that releases the GIL
         (``vecsim.pipeline.agents.inference``), from there on with NumPy (``nn``, ``categorical``)."""
         keys, draws = actor_state["keys"], actor_state["draws"]
@@ -153,7 +154,7 @@ class CategoricalAgent:
             features = self.features(obs)
             logp = categorical.log_softmax(nn.predict(params["pi"], features), mask)
             actions = categorical.sample(logp, streams.uniforms(keys, draws))
-            log_probs = categorical.pick(logp, actions)
+            log_probs = categorical.pick(logp, actions) if with_log_probs else None
         return actions, log_probs, features, {"keys": keys, "draws": draws + 1}
 
     def predict_value(self, params: dict, features: np.ndarray) -> np.ndarray:
@@ -165,7 +166,7 @@ class CategoricalAgent:
 
     def act(self, params: dict, actor_state: dict, obs: np.ndarray, mask):
         """Actions drawn from the policy with each env's own stream."""
-        actions, _, _, actor_state = self.sample_actions(params, actor_state, obs, mask)
+        actions, _, _, actor_state = self.sample_actions(params, actor_state, obs, mask, with_log_probs=False)
         return actions, actor_state
 
     def greedy(self, params: dict):
