@@ -92,3 +92,16 @@ def test_ppo_acts_compiled_below_the_threshold_and_with_numpy_from_there_on(rows
     np.testing.assert_array_equal(extras["log_prob"], want_logp)
     np.testing.assert_array_equal(extras["value"], want_value)
     assert extras["log_prob"].dtype == extras["value"].dtype == np.float32
+
+
+def test_a_thread_reuses_a_networks_conversion_and_acts_with_each_new_network():
+    agent = PPO(obs_dim=4, num_actions=3, hidden=(8,))
+    params, _ = agent.init()
+    assert inference._layers(params["pi"]) is inference._layers(params["pi"])
+    obs = np.random.default_rng(5).standard_normal((6, 4))
+    state = agent.initial_actor_state(np.arange(6))
+    later = {name: tuple(p + np.float32(0.5) for p in net) for name, net in params.items()}
+    for snapshot in (params, later, params, later):
+        _, _, extras = agent.act(snapshot, state, obs, None)
+        x = agent.features(obs)
+        np.testing.assert_allclose(extras["value"], nn.predict(snapshot["v"], x)[:, 0], rtol=1e-5, atol=1e-6)

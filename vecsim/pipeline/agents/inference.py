@@ -16,6 +16,7 @@ bit: which of the two an agent acts with depends on the rows of its batch alone
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 # Numba's np.dot calls SciPy's BLAS; loaded here, at import, so that a caller's threadpoolctl
@@ -103,10 +104,28 @@ def _sample_policy(weights, biases, obs, scale, mask, keys, counter, actions, lo
     return x
 
 
+# Each thread's last few networks as kernel arguments: an actor passes the same network every
+# step of a cycle, and converting it again took about half of the step's GIL-held Python.
+_recent = threading.local()
+_RECENT_NETS = 4
+
+
 def _layers(net: tuple) -> tuple[tuple, tuple]:
-    """A network ``(W0, b0, W1, b1, ...)`` as its weights and its biases, C-contiguous float32."""
+    """A network ``(W0, b0, W1, b1, ...)`` as its weights and its biases, C-contiguous float32
+    (for a network seen lately by this thread, the conversion made then: networks are not
+    changed in place, as the pipeline's parameters are not)."""
+    entries = getattr(_recent, "entries", None)
+    if entries is None:
+        entries = _recent.entries = {}
+    hit = entries.get(id(net))
+    if hit is not None and hit[0] is net:  # the entry holds net, so its id cannot have been reused
+        return hit[1]
     arrays = [np.ascontiguousarray(p, dtype=np.float32) for p in net]
-    return tuple(arrays[0::2]), tuple(arrays[1::2])
+    layers = tuple(arrays[0::2]), tuple(arrays[1::2])
+    if len(entries) >= _RECENT_NETS:
+        entries.clear()
+    entries[id(net)] = (net, layers)
+    return layers
 
 
 def sample_policy(net: tuple, obs: np.ndarray, scale: np.ndarray, mask, keys: np.ndarray, counter: int):
