@@ -113,7 +113,7 @@ def test_every_frame_is_a_path_of_the_pose_graph(seed):
     fit = np.zeros((2, 17, 10), np.bool_)
     planner_mod.fit_table(s.board, 0, fit)
     pred_start, pred = np.zeros(513, np.int64), np.zeros(512 * 7, np.int64)
-    planner_mod.pose_graph(fit, pred_start, pred)
+    planner_mod.pose_graph(fit, np.zeros(512 * planner_mod.MOVES_ROW, np.int16), pred_start, pred)
     succ = [[] for _ in range(512)]
     for q in range(512):
         for p in pred[pred_start[q]:pred_start[q + 1]]:
