@@ -113,8 +113,9 @@ MOVES_ROW, BLOCKED, WALL = 16, -1, -2
 def pose_moves(fit, moves):
     """``moves`` (512 * 16,) int16: row ``p`` (the pose ``x + 8 * y + 128 * rot``) holds each
     stage of the falling-pill pass from that pose on the fit table ``fit``, so a search frame
-    is table reads. ``TURN + 4 * left_held + ab``: the pose after pressing the A/B bits ``ab``
-    (A before B, a rejected B undoing A; the pose itself when nothing turns); ``DROP``: the
+    is table reads. ``TURN + 4 * left_held + ab``: the pose after pressing the A/B bits ``ab`` (a
+    controller byte's bits 6-7: 1 B, 2 A; A turns before B, a rejected B undoing A; the pose
+    itself when nothing turns); ``DROP``: the
     pose a row below, ``BLOCKED`` when the pill locks; ``LEFT``, ``RIGHT``: the pose a column
     over, ``BLOCKED`` or ``WALL``; ``ACTION``: ``pose_action``. Rows of poses that do not
     fit are left as they are."""
@@ -127,13 +128,13 @@ def pose_moves(fit, moves):
             held = BTN_LEFT if lh else 0
             for ab in range(4):
                 nx, nrot = x, rot
-                if ab & 1:
+                if ab & (BTN_A >> 6):
                     ok, nx = rotate_fit(fit, nx, y, (nrot - 1) & 3, held)
                     if ok:
                         nrot = (nrot - 1) & 3
                     else:
                         nx = x
-                if ab & 2:
+                if ab & (BTN_B >> 6):
                     ok, nx = rotate_fit(fit, nx, y, (nrot + 1) & 3, held)
                     if ok:
                         nrot = (nrot + 1) & 3
@@ -155,7 +156,7 @@ def pose_move(moves, p, m):
     if m < 3:
         q = moves[row + (DROP, LEFT, RIGHT)[m]]
         return q if q >= 0 else -1
-    q = moves[row + TURN + (4 if m % 2 == 1 else 0) + (1 if m < 5 else 2)]
+    q = moves[row + TURN + (4 if m % 2 == 1 else 0) + ((BTN_A if m < 5 else BTN_B) >> 6)]
     return q if q != p else -1
 
 
