@@ -307,6 +307,7 @@ def dominated(visited, slot, ab, lr, itself):
     return False
 
 
+MARK_EVERY = 3
 #: Frames added to ``reachable_locks``'s bound for ``search``'s horizons, tried in turn.
 HORIZON_SLACKS = (2, 6)
 
@@ -368,8 +369,8 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
     * Down alone on an even frame (or at T = 0) gives the no-d-pad input's successors;
     * a locking frame's X and rotate stages are not run (the lock pose is the one before);
     * a node whose pose has no path to a lock pose still without a cost is not expanded
-      (``mark_useful``): costs found are final, and every frame is a path of ``pose_graph``;
-      nor one that cannot fall to the highest of them before the horizon (``frames_to_lock``);
+      (``mark_useful``, marked again at most every ``MARK_EVERY`` layers): costs found are
+      final, and every frame is a path of ``pose_graph``; nor one that cannot fall to the highest of them before the horizon (``frames_to_lock``);
     * the search ends when every action with a lock pose in the pose graph has a cost.
     """
     left = targets
@@ -385,15 +386,17 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
     depth = -1
     layer_end = 0  # the first node of the next frame layer
     found = True  # a lock cost was found since ``useful`` was last marked
+    next_mark = 0
     while head < n:
         if head == layer_end:
             depth += 1
             if depth == horizon:
                 break
             layer_end = n
-            if found:
+            if found and depth >= next_mark:
                 mark_useful(fit, cost, pred_start, pred, useful, queue)
                 found = False
+                next_mark = depth + MARK_EVERY
         if head == 0:
             p, sc, hv, held_prev = x0 + 8 * y0 + 128 * rot0, sc0, hv0, held0
             y = y0
