@@ -101,30 +101,63 @@ def rotate_fit(fit, x, y, rot, held):
     return False, x
 
 
+#: Columns of a pose's row of ``pose_moves``: the turns (``TURN + 4 * left_held + ab``), a
+#: drop, a step left or right, the pose's action.
+TURN, DROP, LEFT, RIGHT, ACTION = 0, 8, 9, 10, 11
+#: ``pose_moves``'s row length and the codes of a blocked step: by a tile (the charge goes to
+#: 15) or by the wall (the charge is kept).
+MOVES_ROW, BLOCKED, WALL = 16, -1, -2
+
+
+@exact
+def pose_moves(fit, moves):
+    """``moves`` (512 * 16,) int16: row ``p`` (the pose ``x + 8 * y + 128 * rot``) holds each
+    stage of the falling-pill pass from that pose on the fit table ``fit``, so a search frame
+    is table reads. ``TURN + 4 * left_held + ab``: the pose after pressing the A/B bits ``ab`` (a
+    controller byte's bits 6-7: 1 B, 2 A; A turns before B, a rejected B undoing A; the pose
+    itself when nothing turns); ``DROP``: the
+    pose a row below, ``BLOCKED`` when the pill locks; ``LEFT``, ``RIGHT``: the pose a column
+    over, ``BLOCKED`` or ``WALL``; ``ACTION``: ``pose_action``. Rows of poses that do not
+    fit are left as they are."""
+    for p in range(512):
+        x, y, rot = p % 8, (p // 8) % 16, p // 128
+        if not fits_at(fit, x, y, rot):
+            continue
+        row = p * MOVES_ROW
+        for lh in range(2):
+            held = BTN_LEFT if lh else 0
+            for ab in range(4):
+                nx, nrot = x, rot
+                if ab & (BTN_A >> 6):
+                    ok, nx = rotate_fit(fit, nx, y, (nrot - 1) & 3, held)
+                    if ok:
+                        nrot = (nrot - 1) & 3
+                    else:
+                        nx = x
+                if ab & (BTN_B >> 6):
+                    ok, nx = rotate_fit(fit, nx, y, (nrot + 1) & 3, held)
+                    if ok:
+                        nrot = (nrot + 1) & 3
+                    else:
+                        nx, nrot = x, rot
+                moves[row + TURN + 4 * lh + ab] = nx + 8 * y + 128 * nrot
+        moves[row + DROP] = p - 8 if y > 0 and fits_at(fit, x, y - 1, rot) else BLOCKED
+        moves[row + LEFT] = WALL if x == 0 else (p - 1 if fits_at(fit, x - 1, y, rot) else BLOCKED)
+        moves[row + RIGHT] = WALL if x == 6 + (rot & 1) else (p + 1 if fits_at(fit, x + 1, y, rot) else BLOCKED)
+        moves[row + ACTION] = pose_action(x, y, rot)
+
+
 @exact(inline="always")
-def pose_move(fit, x, y, rot, m):
-    """The pose ``x + 8 * y + 128 * rot`` after move ``m`` of ``pose_graph`` from (x, y, rot),
+def pose_move(moves, p, m):
+    """The pose after move ``m`` of ``pose_graph`` from pose ``p`` (a row of ``pose_moves``),
     -1 when the move is blocked: 0 a drop, 1 left, 2 right, 3-6 a rotation (3, 4 A; 5, 6 B;
     3 and 5 with Left held)."""
-    nx, ny, nrot = x, y, rot
-    if m == 0:
-        if y == 0 or not fits_at(fit, x, y - 1, rot):
-            return -1
-        ny = y - 1
-    elif m == 1:
-        if x == 0 or not fits_at(fit, x - 1, y, rot):
-            return -1
-        nx = x - 1
-    elif m == 2:
-        if x == 6 + (rot & 1) or not fits_at(fit, x + 1, y, rot):
-            return -1
-        nx = x + 1
-    else:
-        nrot = (rot - 1) & 3 if m < 5 else (rot + 1) & 3
-        ok, nx = rotate_fit(fit, x, y, nrot, BTN_LEFT if m % 2 == 1 else 0)
-        if not ok:
-            return -1
-    return nx + 8 * ny + 128 * nrot
+    row = p * MOVES_ROW
+    if m < 3:
+        q = moves[row + (DROP, LEFT, RIGHT)[m]]
+        return q if q >= 0 else -1
+    q = moves[row + TURN + (4 if m % 2 == 1 else 0) + ((BTN_A if m < 5 else BTN_B) >> 6)]
+    return q if q != p else -1
 
 
 @exact(inline="always")
@@ -133,13 +166,15 @@ def is_lock_pose(fit, x, y, rot):
 
 
 @exact
-def pose_graph(fit, pred_start, pred):
+def pose_graph(fit, moves, pred_start, pred):
     """The pill's moves with timing left out, as predecessor lists over the 512 poses
     ``x + 8 * y + 128 * rot``: a drop, a step left or right, a rotation A or B (with or without
     Left held for the extra left), ``pose_move``. Every frame of the game is a path here, so a
     pose that reaches no lock pose in this graph reaches none in the game. ``pred[pred_start[p]:
-    pred_start[p + 1]]`` are the poses with a move into ``p``; ``pred_start`` (513,) int64,
-    ``pred`` (512 * 7,) int64."""
+    pred_start[p + 1]]`` are the poses with a move into ``p``; ``moves`` (512 * 16,) int16 is
+    filled with ``pose_moves`` of ``fit`` first; ``pred_start`` (513,) int64, ``pred`` (512 * 7,)
+    int64."""
+    pose_moves(fit, moves)
     for p in range(513):
         pred_start[p] = 0
     for phase in range(2):  # count, then fill
@@ -148,7 +183,7 @@ def pose_graph(fit, pred_start, pred):
             if not fits_at(fit, x, y, rot):
                 continue
             for m in range(7):
-                q = pose_move(fit, x, y, rot, m)
+                q = pose_move(moves, p, m)
                 if q < 0:
                     continue
                 if phase == 0:
@@ -165,12 +200,12 @@ def pose_graph(fit, pred_start, pred):
 
 
 @exact
-def reachable_locks(fit, x0, y0, rot0, threshold, seen, queue):
+def reachable_locks(fit, moves, x0, y0, rot0, threshold, seen, queue):
     """``(count, bound)``: the number of actions whose lock pose ``pose_graph`` reaches from
     the pose (x0, y0, rot0), and the largest of their lower bounds on frames to lock
     (``frames_to_lock`` for the rows; two frames a column to the right, as rotations move the
-    pill only left and a Right press or repeat comes at most every other frame).
-    ``seen`` and ``queue`` (512,) are scratch."""
+    pill only left and a Right press or repeat comes at most every other frame), on
+    ``pose_moves``'s table ``moves``. ``seen`` and ``queue`` (512,) are scratch."""
     for p in range(512):
         seen[p] = 0
     p0 = x0 + 8 * y0 + 128 * rot0
@@ -186,7 +221,7 @@ def reachable_locks(fit, x0, y0, rot0, threshold, seen, queue):
             count += 1
             bound = max(bound, frames_to_lock(y0 - y, threshold), 2 * (x - x0))
         for m in range(7):
-            q = pose_move(fit, x, y, rot, m)
+            q = pose_move(moves, p, m)
             if q >= 0 and seen[q] == 0:
                 seen[q] = 1
                 queue[tail] = q
@@ -272,18 +307,22 @@ def dominated(visited, slot, ab, lr, itself):
     return False
 
 
+#: Frame layers between two ``mark_useful`` calls (a mark left from before a lock was found
+#: prunes less, never wrongly).
+MARK_EVERY = 2
 #: Frames added to ``reachable_locks``'s bound for ``search``'s horizons, tried in turn.
 HORIZON_SLACKS = (2, 6)
 
 
 @exact
 def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
-           cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
+           cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred, moves, useful,
+           queue):
     """The breadth-first search, by frame layers. ``fc0`` is the frame counter before the
     first frame. ``visited`` ((T + 1) << 14,) uint16 is a bitmap of ``node_slot``, all 0 on
     entry; the node arrays (``parent``, ``button``, ``node_slots``) must hold every visited
-    node; ``fit`` (2, 17, 10), ``pred_start`` (513,), ``pred`` (512 * 7,), ``useful`` and
-    ``queue`` (512,) are scratch. Returns the number of visited nodes (0 is the root), or -n
+    node; ``fit`` (2, 17, 10), ``pred_start`` (513,), ``pred`` (512 * 7,), ``moves`` (512 * 16,)
+    int16, ``useful`` and ``queue`` (512,) are scratch. Returns the number of visited nodes (0 is the root), or -n
     when they overflow the node arrays (``visited`` is then left marked: clear it with
     ``clear_visited``).
 
@@ -292,8 +331,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     cost within the one before, then one no lock can pass: a row falls at least every T + 1
     frames, so the pill locks within (y0 + 1) * (T + 1) frames."""
     fit_table(board, i, fit)
-    pose_graph(fit, pred_start, pred)
-    targets, bound = reachable_locks(fit, x0, y0, rot0, threshold, useful, queue)
+    pose_graph(fit, moves, pred_start, pred)
+    targets, bound = reachable_locks(fit, moves, x0, y0, rot0, threshold, useful, queue)
     latest = (y0 + 1) * (threshold + 1)
     n = 0
     for tier in range(len(HORIZON_SLACKS) + 1):
@@ -302,7 +341,7 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
             clear_visited(visited, node_slots, n)
         n, left = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
                                 cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start,
-                                pred, useful, queue)
+                                pred, moves, useful, queue)
         if n < 0 or left == 0 or horizon == latest:
             break
     return n
@@ -311,7 +350,7 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
 @exact
 def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
                   cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred,
-                  useful, queue):
+                  moves, useful, queue):
     """``search`` up to ``horizon`` frames on the fit table and pose graph ``search`` built,
     stopping once ``targets`` actions have a cost. Returns ``(n, left)``: the visited node
     count (``search``'s, -n on overflow) and how many of the ``targets`` have no cost. Every
@@ -332,8 +371,8 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
     * Down alone on an even frame (or at T = 0) gives the no-d-pad input's successors;
     * a locking frame's X and rotate stages are not run (the lock pose is the one before);
     * a node whose pose has no path to a lock pose still without a cost is not expanded
-      (``mark_useful``): costs found are final, and every frame is a path of ``pose_graph``;
-      nor one that cannot fall to the highest of them before the horizon (``frames_to_lock``);
+      (``mark_useful``, marked again at most every ``MARK_EVERY`` layers): costs found are
+      final, and every frame is a path of ``pose_graph``; nor one that cannot fall to the highest of them before the horizon (``frames_to_lock``);
     * the search ends when every action with a lock pose in the pose graph has a cost.
     """
     left = targets
@@ -349,28 +388,30 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
     depth = -1
     layer_end = 0  # the first node of the next frame layer
     found = True  # a lock cost was found since ``useful`` was last marked
+    next_mark = 0
     while head < n:
         if head == layer_end:
             depth += 1
             if depth == horizon:
                 break
             layer_end = n
-            if found:
+            if found and depth >= next_mark:
                 mark_useful(fit, cost, pred_start, pred, useful, queue)
                 found = False
+                next_mark = depth + MARK_EVERY
         if head == 0:
-            x, y, rot, sc, hv, held_prev = x0, y0, rot0, sc0, hv0, held0
+            p, sc, hv, held_prev = x0 + 8 * y0 + 128 * rot0, sc0, hv0, held0
+            y = y0
         else:
             k = node_slots[head]
             ab = k & 3
             lr = (k >> 2) & 3
-            x = (k >> 4) & 7
-            y = (k >> 7) & 15
-            rot = (k >> 11) & 3
+            p = (k >> 4) & 511
+            y = (p >> 3) & 15
             hv = (k >> 13) & 15
             sc = k >> 18
             held_prev = class_held(lr * 4 + ab)
-            highest = useful[x + 8 * y + 128 * rot]
+            highest = useful[p]
             if highest == 0 or depth + frames_to_lock(y - (highest - 1), threshold) > horizon:
                 head += 1
                 continue
@@ -378,6 +419,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             if dominated(visited, k, ab, lr, False):
                 head += 1
                 continue
+        held_ab = (held_prev >> 6) & 3
         fc = (fc0 + depth + 1) & 255
         parity = (depth + 1) & 1
         soft_frame = (fc & 1) == 1 and threshold > 0
@@ -389,11 +431,12 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             soft = dpad == BTN_DOWN
             if soft and not soft_frame:
                 continue  # the same successors as no d-pad
-            ny = y
+            p1 = p
             if soft or g_drop:
                 nsc = 0
-                if y == 0 or not fits_at(fit, x, y - 1, rot):
-                    a = pose_action(x, y, rot)  # every A/B variant locks the same pose
+                q = moves[p * MOVES_ROW + DROP]
+                if q < 0:
+                    a = moves[p * MOVES_ROW + ACTION]  # every A/B variant locks the same pose
                     if a >= 0 and cost[a] == UNREACHABLE:
                         cost[a] = depth + 1
                         found = True
@@ -403,62 +446,50 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                         if left == 0:
                             return n, 0
                     continue
-                ny = y - 1
+                p1 = q
             else:
                 nsc = g_sc
             if depth + 1 + threshold + 1 - nsc > horizon:
                 nsc = 0
             # X stage, shared by the four A/B variants.
-            mx, mhv = x, hv
-            move = False
-            if dpad & ~held_prev & (BTN_LEFT | BTN_RIGHT):
-                mhv = 0
-                move = True
-            elif dpad & (BTN_LEFT | BTN_RIGHT):
-                mhv += 1
-                if mhv >= 16:
-                    mhv = 10
+            p2, mhv = p1, hv
+            lr = 0
+            if dpad == BTN_LEFT or dpad == BTN_RIGHT:
+                lr = 1 if dpad == BTN_LEFT else 2
+                move = False
+                if dpad & ~held_prev:
+                    mhv = 0
                     move = True
-            if move:
-                if dpad == BTN_RIGHT and mx != 6 + (rot & 1):
-                    if fits_at(fit, mx + 1, ny, rot):
-                        mx += 1
-                    else:
+                else:
+                    mhv += 1
+                    if mhv >= 16:
+                        mhv = 10
+                        move = True
+                if move:
+                    q = moves[p1 * MOVES_ROW + (LEFT if lr == 1 else RIGHT)]
+                    if q >= 0:
+                        p2 = q
+                    elif q == BLOCKED:
                         mhv = 15
-                if dpad == BTN_LEFT and mx != 0:
-                    if fits_at(fit, mx - 1, ny, rot):
-                        mx -= 1
-                    else:
-                        mhv = 15
-            if depth + 1 + 16 - mhv > horizon:
-                mhv = 0
-            lr = 1 if dpad == BTN_LEFT else (2 if dpad == BTN_RIGHT else 0)
+                if lr == 2 and p2 == p1:
+                    continue  # dominated by the no-d-pad input's successors (``dominated``)
+                if depth + 1 + 16 - mhv > horizon:
+                    mhv = 0
+            turns = p2 * MOVES_ROW + TURN + (4 if lr == 1 else 0)
             for ab in range(4):
-                held = dpad | (ab << 6)
-                if held & held_prev & (BTN_A | BTN_B):
+                if ab & held_ab:
                     continue  # the same successor as without the A/B bits already held
-                nx, nrot = mx, rot
-                pressed = held & ~held_prev
-                if pressed & BTN_A:
-                    ok, nx = rotate_fit(fit, nx, ny, (nrot - 1) & 3, held)
-                    if ok:
-                        nrot = (nrot - 1) & 3
-                    else:
-                        nx = mx
-                if pressed & BTN_B:
-                    ok, nx = rotate_fit(fit, nx, ny, (nrot + 1) & 3, held)
-                    if ok:
-                        nrot = (nrot + 1) & 3
-                    else:
-                        nx, nrot = mx, rot  # a rejected B undoes A too
-                slot = node_slot(nx, ny, nrot, nsc, mhv, lr, ab, parity)
+                q = moves[turns + ab]
+                if ab != 0 and q == p2:
+                    continue  # the A/B-free input's successor with more bits held: dominated
+                slot = node_slot(q & 7, (q >> 3) & 15, q >> 7, nsc, mhv, lr, ab, parity)
                 if dominated(visited, slot, ab, lr, True):
                     continue
                 if n == parent.shape[0]:
                     return -n, left
                 visited[slot >> 4] |= np.uint16(1 << (slot & 15))
                 parent[n] = head
-                button[n] = held
+                button[n] = dpad | (ab << 6)
                 node_slots[n] = slot
                 n += 1
         head += 1
@@ -481,6 +512,7 @@ class Planner:
         self._fit = np.zeros((2, 17, 10), np.bool_)
         self._pred_start = np.zeros(513, np.int64)
         self._pred = np.zeros(512 * 7, np.int64)
+        self._moves = np.zeros(512 * MOVES_ROW, np.int16)
         self._useful = np.zeros(512, np.uint8)
         self._queue = np.zeros(512, np.int64)
         self._grow(1 << 15)
@@ -517,7 +549,7 @@ def plan(state, i: int, planner: Planner | None = None) -> Plan:
         n = search(state.board, i, threshold, state.x[i], state.y[i], state.rot[i], state.speed_counter[i],
                    state.hor_velocity[i], state.held[i], state.fc[i], cost, lock_node, lock_button,
                    parent, button, keys, visited, planner._fit, planner._pred_start, planner._pred,
-                   planner._useful, planner._queue)
+                   planner._moves, planner._useful, planner._queue)
         clear_visited(visited, keys, abs(n))
         if n > 0:
             break
@@ -541,31 +573,31 @@ def script(p: Plan, action: int) -> np.ndarray:
 
 @exact
 def search_run(board, envs, lo, hi, thresholds, x, y, rot, sc, hv, held, fc, cost, lock_node, lock_button,
-               overflow, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
+               overflow, parent, button, node_slots, visited, fit, pred_start, pred, moves, useful, queue):
     """``search`` for envs ``envs[lo:hi]`` in turn on one set of scratch arrays, costs into
     ``cost[j]`` (512,); ``overflow[j]`` set when env ``envs[j]``'s nodes overflow the node
     arrays (its costs are then not final)."""
     for j in range(lo, hi):
         i = envs[j]
         n = search(board, i, thresholds[j], x[i], y[i], rot[i], sc[i], hv[i], held[i], fc[i], cost[j], lock_node,
-                   lock_button, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue)
+                   lock_button, parent, button, node_slots, visited, fit, pred_start, pred, moves, useful, queue)
         clear_visited(visited, node_slots, abs(n))
         overflow[j] = n < 0
 
 
 @exact(parallel=True)
 def search_envs(board, envs, thresholds, x, y, rot, sc, hv, held, fc, cost, lock_node, lock_button, overflow,
-                parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
+                parent, button, node_slots, visited, fit, pred_start, pred, moves, useful, queue):
     """``search_run`` over ``envs`` (M,) in ``C`` contiguous runs on Numba's threads, run ``c``
     on row ``c`` of every scratch array (``parent``, ``button``, ``node_slots`` (C, K);
     ``visited`` (C, (T + 1) << 14) uint16 for the largest T; ``fit`` (C, 2, 17, 10); ``pred_start``
-    (C, 513); ``pred`` (C, 512 * 7); ``useful``, ``queue``, ``lock_button`` (C, 512);
+    (C, 513); ``pred`` (C, 512 * 7); ``moves`` (C, 512 * 16) int16; ``useful``, ``queue``, ``lock_button`` (C, 512);
     ``lock_node`` (C, 512)). Each env's search is the same whichever run holds it."""
     m, runs = envs.shape[0], parent.shape[0]
     for c in prange(runs):
         search_run(board, envs, c * m // runs, (c + 1) * m // runs, thresholds, x, y, rot, sc, hv, held, fc, cost,
                    lock_node[c], lock_button[c], overflow, parent[c], button[c], node_slots[c], visited[c], fit[c],
-                   pred_start[c], pred[c], useful[c], queue[c])
+                   pred_start[c], pred[c], moves[c], useful[c], queue[c])
 
 
 class EnvsPlanner:
@@ -585,6 +617,7 @@ class EnvsPlanner:
             self._fit = np.zeros((runs, 2, 17, 10), np.bool_)
             self._pred_start = np.zeros((runs, 513), np.int64)
             self._pred = np.zeros((runs, 512 * 7), np.int64)
+            self._moves = np.zeros((runs, 512 * MOVES_ROW), np.int16)
             self._useful = np.zeros((runs, 512), np.uint8)
             self._queue = np.zeros((runs, 512), np.int64)
             self._lock_node = np.zeros((runs, 512), np.int64)
@@ -634,7 +667,8 @@ def plan_envs(state, envs, planner: EnvsPlanner | None = None) -> tuple[np.ndarr
         p = planner
         search_envs(state.board, envs[todo], thresholds[todo], state.x, state.y, state.rot, state.speed_counter,
                     state.hor_velocity, state.held, state.fc, part, p._lock_node, p._lock_button, overflow, p._parent,
-                    p._button, p._keys, p._visited, p._fit, p._pred_start, p._pred, p._useful, p._queue)
+                    p._button, p._keys, p._visited, p._fit, p._pred_start, p._pred, p._moves, p._useful,
+                    p._queue)
         cost[todo] = part
         todo = todo[overflow]
         if todo.size:

@@ -210,7 +210,7 @@ PROFILE_STAGES = ("fit table", "pose graph", "lock bound", "mark_useful (a call)
 
 @exact
 def _stage_calls(stage, calls, board, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, cost, lock_node, lock_button,
-                 parent, button, node_slots, visited, fit, pred_start, pred, useful, queue):
+                 parent, button, node_slots, visited, fit, pred_start, pred, moves, useful, queue):
     """``calls`` calls of stage ``stage`` of ``PROFILE_STAGES`` on env 0 of ``board``, on the
     fit table and pose graph the stages before it left; returns the nodes of the last search."""
     n = 0
@@ -218,14 +218,15 @@ def _stage_calls(stage, calls, board, threshold, x0, y0, rot0, sc0, hv0, held0, 
         if stage == 0:
             _planner.fit_table(board, 0, fit)
         elif stage == 1:
-            _planner.pose_graph(fit, pred_start, pred)
+            _planner.pose_graph(fit, moves, pred_start, pred)
         elif stage == 2:
-            _planner.reachable_locks(fit, x0, y0, rot0, threshold, useful, queue)
+            _planner.reachable_locks(fit, moves, x0, y0, rot0, threshold, useful, queue)
         elif stage == 3:
             _planner.mark_useful(fit, cost, pred_start, pred, useful, queue)
         else:
             n = _planner.search(board, 0, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, cost, lock_node,
-                                lock_button, parent, button, node_slots, visited, fit, pred_start, pred, useful, queue)
+                                lock_button, parent, button, node_slots, visited, fit, pred_start, pred, moves, useful,
+                                queue)
             _planner.clear_visited(visited, node_slots, abs(n))
     return n
 
@@ -242,7 +243,7 @@ def _planner_profile(args) -> None:
         rest = (st.board, threshold, st.x[0], st.y[0], st.rot[0], st.speed_counter[0], st.hor_velocity[0],
                 st.held[0], st.fc[0], cost, np.empty(_planner.N_ACTIONS, np.int64),
                 np.empty(_planner.N_ACTIONS, np.uint8), p._parent, p._button, p._keys, p._scratch(threshold), p._fit,
-                p._pred_start, p._pred, p._useful, p._queue)
+                p._pred_start, p._pred, p._moves, p._useful, p._queue)
         for stage in range(len(PROFILE_STAGES)):
             _stage_calls(stage, 1, *rest)  # compile, and the stages after it read what it left
             start = time.thread_time()

@@ -27,7 +27,7 @@ SCRIPT_CAPACITY = 16 * (int(SPEED_TABLE.max()) + 1)
 TREE_CAPACITY = 1 << 12
 #: Decision mode's fields that are the thread's scratch, not the env's (``SCRATCH_STATE``).
 SCRATCH_FIELDS = ("search_visited", "search_parent", "search_button", "search_nodes", "search_script", "search_fit",
-                  "search_pred_start", "search_pred", "search_useful", "search_queue")
+                  "search_pred_start", "search_pred", "search_moves", "search_useful", "search_queue")
 
 
 class State(NamedTuple):
@@ -83,6 +83,7 @@ class State(NamedTuple):
     search_fit: np.ndarray  # (R, 340) bool thread scratch: fit table, (2, 17, 10)
     search_pred_start: np.ndarray  # (R, 513) int64 thread scratch: pose graph offsets
     search_pred: np.ndarray  # (R, 3584) int64 thread scratch: pose graph predecessors
+    search_moves: np.ndarray  # (R, 8192) int16 thread scratch: each pose's moves (``pose_moves``)
     search_useful: np.ndarray  # (R, 512) uint8 thread scratch
     search_queue: np.ndarray  # (R, 512) int64 thread scratch
 
@@ -104,6 +105,7 @@ def allocate(num_envs: int, decision: bool = False) -> State:
         "search_button": ((NODE_CAPACITY * d,), np.uint8), "search_nodes": ((NODE_CAPACITY * d,), np.int32),
         "search_script": ((SCRIPT_CAPACITY * d,), np.uint8), "search_fit": ((2 * 17 * 10 * d,), np.bool_),
         "search_pred_start": ((513 * d,), np.int64), "search_pred": ((N_PLACEMENTS * 7 * d,), np.int64),
+        "search_moves": ((N_PLACEMENTS * 16 * d,), np.int16),
         "search_useful": ((N_PLACEMENTS * d,), np.uint8), "search_queue": ((N_PLACEMENTS * d,), np.int64),
     }
     fields = {}

@@ -113,7 +113,7 @@ def test_every_frame_is_a_path_of_the_pose_graph(seed):
     fit = np.zeros((2, 17, 10), np.bool_)
     planner_mod.fit_table(s.board, 0, fit)
     pred_start, pred = np.zeros(513, np.int64), np.zeros(512 * 7, np.int64)
-    planner_mod.pose_graph(fit, pred_start, pred)
+    planner_mod.pose_graph(fit, np.zeros(512 * planner_mod.MOVES_ROW, np.int16), pred_start, pred)
     succ = [[] for _ in range(512)]
     for q in range(512):
         for p in pred[pred_start[q]:pred_start[q + 1]]:
@@ -148,3 +148,42 @@ def test_same_costs_as_reference_over_levels_and_speeds(planner, seed):
     """Longer games at random levels and speeds, half of them with speed-ups: the search's
     horizons (the first, the wider one, the latest lock) each meet decisions here."""
     _play_checked(300 + seed, 6, int(np.random.default_rng(seed).integers(0, 50)) if seed % 2 else 0, planner)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_pose_moves_are_the_falling_pill_pass(seed):
+    """Each entry of the search's move table is what ``rules.pill_frame`` does from that pose:
+    the turns of every A/B press with and without Left held, the drop or lock, the steps left
+    and right (a tile sets the charge to 15, the wall leaves it), the pose's action."""
+    from vecsim.games.drmario.tables import BTN_LEFT, BTN_RIGHT
+    rng = np.random.default_rng(3000 + seed)
+    s = allocate(1)
+    occupied = rng.random(128) < np.linspace(0.0, 0.7, 128)
+    s.board[0] = np.where(occupied, VIRUS | rng.integers(0, 3, 128), EMPTY).astype(s.board.dtype)
+    fit = np.zeros((2, 17, 10), np.bool_)
+    planner_mod.fit_table(s.board, 0, fit)
+    moves = np.zeros(512 * planner_mod.MOVES_ROW, np.int16)
+    planner_mod.pose_moves(fit, moves)
+    slow = 255  # no gravity within the frame
+    checked = 0
+    for p in range(512):
+        x, y, rot = p % 8, (p // 8) % 16, p // 128
+        if not rules.fits(s.board, 0, x, y, rot):
+            continue
+        row = moves[p * planner_mod.MOVES_ROW:(p + 1) * planner_mod.MOVES_ROW]
+        for left_held in range(2):
+            prev = BTN_LEFT if left_held else 0
+            for ab in range(4):
+                nx, ny, nrot, _, _, locked = rules.pill_frame(s.board, 0, x, y, rot, 0, 0, 0, prev, prev | (ab << 6),
+                                                              slow)
+                assert not locked and ny == y
+                assert row[planner_mod.TURN + 4 * left_held + ab] == nx + 8 * ny + 128 * nrot, (p, left_held, ab)
+        _, ny, _, _, _, locked = rules.pill_frame(s.board, 0, x, y, rot, 0, 0, 0, 0, 0, 0)
+        assert row[planner_mod.DROP] == (planner_mod.BLOCKED if locked else p - 8), p
+        for col, button, step in ((planner_mod.LEFT, BTN_LEFT, -1), (planner_mod.RIGHT, BTN_RIGHT, 1)):
+            nx, _, _, _, nhv, _ = rules.pill_frame(s.board, 0, x, y, rot, 0, 0, 0, 0, button, slow)
+            expected = p + step if nx == x + step else (planner_mod.BLOCKED if nhv == 15 else planner_mod.WALL)
+            assert row[col] == expected, (p, button)
+        assert row[planner_mod.ACTION] == planner_mod.pose_action(x, y, rot)
+        checked += 1
+    assert checked > 100
