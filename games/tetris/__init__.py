@@ -56,14 +56,14 @@ from vecsim.games.tetris.pieces import (  # noqa: F401 (pieces first)
     DROP_Y, H, HEIGHT, N_POSES, NONE, SPAWN_X, SPAWN_Y, W, WIDTH, pose_of,
 )
 from vecsim.games.tetris.rules import (
-    LINE_SCORES, N_FEATURES, QUEUE_SLOTS, advance, blocked, board_features, clear_board, do_hold, draw_piece,
-    drop_columns, drop_legal, drop_row, hold_target, lock, spawn,
+    BOARD_ROWS_PER_LOAD, LINE_SCORES, N_FEATURES, QUEUE_SLOTS, advance, blocked, board_features, clear_board, do_hold,
+    draw_piece, drop_columns, drop_legal, drop_row, hold_target, lock, packed_rows, spawn,
 )
 # A module alias, not ``from ... import``: vecsim.planners.tetris imports this package's rules, and
 # the names are looked up when the kernels compile, after both modules finished importing.
 import vecsim.planners.tetris as _planner  # noqa: E402
 from vecsim.core import buffers as placed
-from vecsim.core.cells import prefetch_write, put_cells
+from vecsim.core.cells import load_word, prefetch_write, put_cells
 from vecsim.core.contract import KernelHints, discrete_ok, named_choices, param
 from vecsim.core.jit import exact
 from vecsim.core.telemetry import push_event, step_stamp
@@ -374,9 +374,10 @@ def write_obs(s, p, i, obs):
     obs[i, 2] = s.y[i]
     obs[i, 3] = s.x[i]
     o = 4
-    for y in range(H):
-        put_cells(obs, i, o, np.int64(s.rows[i, y]), W)
-        o += W
+    # Four board rows a load, their 40 cells in five whole-word stores (not two a row).
+    for g in range(H // BOARD_ROWS_PER_LOAD):
+        put_cells(obs, i, o, packed_rows(load_word(s.rows, i, g * BOARD_ROWS_PER_LOAD)), BOARD_ROWS_PER_LOAD * W)
+        o += BOARD_ROWS_PER_LOAD * W
     for k in range(N_FEATURES):
         obs[i, o + k] = min(np.int64(s.feat[i, k]), 255)
     o += N_FEATURES

@@ -37,6 +37,19 @@ def blocked(rows, i, t, r, y, x):
     return (board & (ROW_WORDS[t, r] << x)) != 0
 
 
+#: Board rows one ``load_word`` reads (uint16 rows, four to a 64-bit word).
+BOARD_ROWS_PER_LOAD = 4
+
+
+@exact(inline="always")
+def packed_rows(word):
+    """Four uint16 board rows as ``load_word`` reads them (row ``k`` in bits ``16k`` and up) as
+    40 contiguous cells (row ``k``'s column ``c`` in bit ``W * k + c``); int64 in and out."""
+    gap = 16 - W
+    return ((word & FULL_ROW) | ((word >> gap) & (FULL_ROW << W)) | ((word >> (2 * gap)) & (FULL_ROW << (2 * W)))
+            | ((word >> (3 * gap)) & (FULL_ROW << (3 * W))))
+
+
 @exact
 def drop_row(rows, i, t, r, y, x):
     """The anchor row where the piece comes to rest falling straight down from ``y``."""
@@ -200,22 +213,27 @@ def _well_cells(bits):
     return ~bits & ((bits << 1) | 1) & ((bits >> 1) | (1 << (W - 1))) & FULL_ROW
 
 
+#: One 16-bit lane of a ``load_word`` of board rows, and the walls of a row in every lane
+#: (bit 0 and bit W + 1 of a row shifted left by one).
+LANE = (1 << 16) - 1
+_LANE_WALLS = sum((1 | (1 << (W + 1))) << (16 * k) for k in range(4))
+_LANE_CELLS = sum(((1 << (W + 1)) - 1) << (16 * k) for k in range(4))
+#: ``FLOOR_LANES[n]``: the filled floor in the top ``n`` lanes (rows below the board).
+FLOOR_LANES = np.array([sum(FULL_ROW << (16 * k) for k in range(4 - n, 4)) for n in range(5)], dtype=np.int64)
+
+
+@exact(inline="always")
+def _lane_row_transitions(word):
+    """The sum of ``_row_transitions`` over the four 16-bit lanes of ``word`` (an empty lane
+    counts 2, as an empty row does)."""
+    walled = (word << 1) | _LANE_WALLS
+    return popcount((walled ^ (walled >> 1)) & _LANE_CELLS)
+
+
 @exact(inline="always")
 def _run_sum(b0, b1, b2, b3, b4):
     """The sum of the bit-sliced 5-bit counters ``b0``..``b4`` over all columns."""
     return popcount(b0) + 2 * popcount(b1) + 4 * popcount(b2) + 8 * popcount(b3) + 16 * popcount(b4)
-
-
-@exact(inline="always")
-def _rows_around_lock(rows, i, yy, t, r, y, x):
-    """Row ``yy`` of env ``i``'s board after (``after``) and before (``before``) piece ``t``
-    locked at ``(r, y, x)``; below the board, the filled floor."""
-    if yy >= H:
-        return FULL_ROW, FULL_ROW
-    after = np.int64(rows[i, yy])
-    k = yy - y
-    piece = ROW_MASKS[t, r, k] << x if 0 <= k < 4 else 0
-    return after, after & ~piece
 
 
 @exact
@@ -227,8 +245,10 @@ def lock_features(rows, i, feat, t, r, y, x):
     leaves empty under it changes holes by a column's height minus its filled cells. Row
     transitions are a sum over the rows from the pile's top (an empty row above it counts 2,
     so the sum is every row's minus 2 per row above the top); column transitions a sum over
-    pairs of adjacent rows. Wells change in the piece's rows and in the rows below them
-    until the runs of well cells before and after the lock agree again."""
+    pairs of adjacent rows. Both transitions are read from the piece's four rows in one
+    64-bit word (``load_word``), before and after the lock, with the terms of the rows the
+    piece left unchanged cancelling. Wells change in the piece's rows and in the rows below
+    them until the runs of well cells before and after the lock agree again."""
     h = HEIGHT[t, r]
     holes = np.int64(feat[i, F_HOLES])
     old_top = H
@@ -241,17 +261,24 @@ def lock_features(rows, i, feat, t, r, y, x):
         feat[i, x + k] = new_h
         holes += new_h - old_h - popcount(column)
     new_top = min(old_top, y)
-    row_t = np.int64(feat[i, F_ROW_T]) - 2 * (new_top - old_top)
-    for k in range(h):
-        after, before = _rows_around_lock(rows, i, y + k, t, r, y, x)
-        row_t += _row_transitions(after) - _row_transitions(before)
-    col_t = np.int64(feat[i, F_COL_T])
-    above_after, above_before = _rows_around_lock(rows, i, y - 1, t, r, y, x) if y > 0 else (0, 0)
-    for yy in range(y, y + h + 1):
-        after, before = _rows_around_lock(rows, i, yy, t, r, y, x)
-        if yy > 0:  # nothing lies above row 0
-            col_t += popcount(after ^ above_after) - popcount(before ^ above_before)
-        above_after, above_before = after, before
+    # Rows y .. y + 3 in one word, row y + k in lane k (16 bits); lanes below the board are
+    # empty in ``after`` and the filled floor in ``below`` (what column transitions see).
+    first = min(y, H - 4)
+    after = load_word(rows, i, first) >> (16 * (y - first))
+    below = after | FLOOR_LANES[y - first]
+    piece = ROW_WORDS[t, r] << x
+    before = after & ~piece
+    # Rows the piece does not touch are the same in both words, and their terms cancel.
+    row_t = np.int64(feat[i, F_ROW_T]) - 2 * (new_top - old_top) + _lane_row_transitions(after) \
+        - _lane_row_transitions(before)
+    # Column transitions of the pairs (y - 1, y) .. (y + 2, y + 3): each lane against the lane
+    # above it, row y - 1 (not the piece's) in lane 0; nothing lies above row 0.
+    above = np.int64(rows[i, y - 1]) if y > 0 else below & LANE
+    col_t = np.int64(feat[i, F_COL_T]) + popcount(below ^ ((below << 16) | above)) \
+        - popcount((below & ~piece) ^ (((below & ~piece) << 16) | (above if y > 0 else before & LANE)))
+    if h == 4:  # the pair (y + 3, y + 4), y + 4 the floor below the board
+        last = np.int64(rows[i, y + 4]) if y + 4 < H else FULL_ROW
+        col_t += popcount(((below >> 48) & LANE) ^ last) - popcount(((before >> 48) & LANE) ^ last)
     # The runs of well cells ending just above the piece, the same before and after.
     d0 = d1 = d2 = d3 = d4 = 0
     alive = FULL_ROW
@@ -263,17 +290,23 @@ def lock_features(rows, i, feat, t, r, y, x):
     a0, a1, a2, a3, a4 = d0, d1, d2, d3, d4
     b0, b1, b2, b3, b4 = d0, d1, d2, d3, d4
     wells = np.int64(feat[i, F_WELLS])
-    for yy in range(y, H):
-        after, before = _rows_around_lock(rows, i, yy, t, r, y, x)
-        well = _well_cells(after)
+    for k in range(h):  # the piece's rows, where well cells change
+        well = _well_cells((after >> (16 * k)) & LANE)
         a0, a1, a2, a3, a4 = _sliced_add(a0, a1, a2, a3, a4, FULL_ROW)
         a0, a1, a2, a3, a4 = a0 & well, a1 & well, a2 & well, a3 & well, a4 & well
-        well = _well_cells(before)
+        well = _well_cells((before >> (16 * k)) & LANE)
         b0, b1, b2, b3, b4 = _sliced_add(b0, b1, b2, b3, b4, FULL_ROW)
         b0, b1, b2, b3, b4 = b0 & well, b1 & well, b2 & well, b3 & well, b4 & well
         wells += _run_sum(a0, a1, a2, a3, a4) - _run_sum(b0, b1, b2, b3, b4)
-        if yy >= y + h - 1 and a0 == b0 and a1 == b1 and a2 == b2 and a3 == b3 and a4 == b4:
-            break  # the rows below are the same before and after, and so are their runs
+    for yy in range(y + h, H):  # the same rows before and after: until the runs agree again
+        if a0 == b0 and a1 == b1 and a2 == b2 and a3 == b3 and a4 == b4:
+            break
+        well = _well_cells(np.int64(rows[i, yy]))
+        a0, a1, a2, a3, a4 = _sliced_add(a0, a1, a2, a3, a4, FULL_ROW)
+        a0, a1, a2, a3, a4 = a0 & well, a1 & well, a2 & well, a3 & well, a4 & well
+        b0, b1, b2, b3, b4 = _sliced_add(b0, b1, b2, b3, b4, FULL_ROW)
+        b0, b1, b2, b3, b4 = b0 & well, b1 & well, b2 & well, b3 & well, b4 & well
+        wells += _run_sum(a0, a1, a2, a3, a4) - _run_sum(b0, b1, b2, b3, b4)
     bump = 0
     for c in range(1, W):
         bump += abs(np.int64(feat[i, c]) - np.int64(feat[i, c - 1]))

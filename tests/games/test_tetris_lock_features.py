@@ -7,8 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from vecsim.core.cells import load_word
 from vecsim.games.tetris.pieces import FULL_ROW, H, HEIGHT, ROW_MASKS, W, WIDTH
-from vecsim.games.tetris.rules import N_FEATURES, blocked, board_features, lock_features
+from vecsim.games.tetris.rules import (
+    BOARD_ROWS_PER_LOAD, N_FEATURES, blocked, board_features, lock_features, packed_rows,
+)
 
 
 def _random_rows(rng, style):
@@ -55,3 +58,14 @@ def test_lock_features_match_the_whole_board_count(style):
         lock_features(rows, 0, feat, t, r, y, x)
         assert feat[0, :15].tolist() == expected[0, :15].tolist(), (rows[0].tolist(), t, r, y, x)
         checked += 1
+
+
+def test_packed_rows_lays_four_rows_end_to_end():
+    """The observation's board is written four rows at a time from ``packed_rows``: bit
+    ``W * k + c`` must be column ``c`` of the group's row ``k``."""
+    rng = np.random.default_rng(7)
+    rows = rng.integers(0, FULL_ROW + 1, (1, H)).astype(np.uint16)
+    for g in range(H // BOARD_ROWS_PER_LOAD):
+        packed = int(packed_rows(load_word(rows, 0, g * BOARD_ROWS_PER_LOAD)))
+        expected = sum(int(rows[0, g * BOARD_ROWS_PER_LOAD + k]) << (W * k) for k in range(BOARD_ROWS_PER_LOAD))
+        assert packed == expected
