@@ -5,6 +5,12 @@ second thread's share leaves every env as it was."""
 
 from __future__ import annotations
 
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -90,3 +96,32 @@ def test_a_refused_action_in_the_second_share_changes_no_env(game, threads):
              eng.events, *eng.state)
     for old, new in zip(before, after):
         np.testing.assert_array_equal(new, old)
+
+
+_WARM = """
+import json, sys
+sys.path.insert(0, {tests!r})
+import numpy as np
+from vecsim.core.contract import KernelHints
+from vecsim.engine.engine import Engine
+from vecsim.engine.game import load_game
+load_game("rng_walk_game").module.KERNEL_HINTS = KernelHints(envs_per_call=8)
+eng = Engine(load_game("rng_walk_game"), 200, parallel=True)
+eng.reset(1)
+eng.step(np.zeros(200, dtype=np.int64))
+stats = eng._kernels.step_parallel.stats
+print(json.dumps([sum(stats.cache_hits.values()), sum(stats.cache_misses.values())]))
+"""
+
+
+def test_the_parallel_step_kernel_of_runs_loads_from_the_cache(tmp_path):
+    """``_thread_share`` reads the thread count without keeping the kernel out of Numba's cache."""
+    code = _WARM.format(tests=str(pathlib.Path(__file__).resolve().parents[1]))
+    env = {**os.environ, "VECSIM_CACHE_DIR": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        assert "Cannot cache" not in proc.stderr, proc.stderr
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert runs[0][1] > 0 and runs[1] == [runs[0][1], 0], f"cold (hits, misses), warm: {runs}"

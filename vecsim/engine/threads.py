@@ -79,5 +79,6 @@ def parallel_threads():
     """The threads the calling thread's next parallel region runs on (``numba.get_num_threads``
     in compiled code), for parallel kernels only: called by its linked name, where Numba's own
     overload holds a function pointer that keeps a kernel out of Numba's cache. The thread pool
-    must be started (``start_thread_pool``), which registers the name."""
+    must be started (``start_thread_pool``), which registers the name (see
+    docs/numba-workarounds.md)."""
     return _parallel_threads()
