@@ -79,11 +79,11 @@ class TetrisStep(_Tetris):
 
 class TetrisParallelStep(_Tetris):
     """``Engine.step`` of the parallel kernel (``parallel=True``) in primitive mode at batch sizes
-    where most steps end an episode somewhere: the envs due for reset are reset inside the
-    step's runs, one parallel region a step. Run with ``NUMBA_NUM_THREADS=2`` or more to
-    compare against ``TetrisStep``'s serial figures."""
+    where most steps end an episode somewhere: each thread steps its share of the envs in one
+    call, resetting the envs due for reset inside it, one parallel region a step. Run with
+    ``NUMBA_NUM_THREADS=2`` or more to compare against ``TetrisStep``'s serial figures."""
 
-    params = ((256, 4096),)
+    params = ((256, 4096, 16384),)
     param_names = ("num_envs",)
 
     def setup(self, num_envs):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import pathlib
 import subprocess
@@ -944,8 +945,9 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
     tetris, cartpole = load_game("vecsim.games.tetris"), load_game("vecsim.games.cartpole")
     k = tetris.hints.envs_per_call
     runs = batched_step(render_source(tetris, "float64", True))
-    assert f"run_length = {k} if PARALLEL_parallel else max(n, 1)" in runs
-    assert f"run_length = {k} if PARALLEL_serial else max(n, 1)" in runs  # the serial kernel: one call
+    # The parallel kernel: one call a thread's share of whole runs and cache lines; the serial one: one call.
+    assert "run_length = _thread_share(n)" in runs and "run_length = max(n, 1)" in runs
+    assert f"_SHARE_ALIGN = {math.lcm(k, 64)}\n" in runs
     assert "prange((n + run_length - 1) // run_length)" in runs and "_step_and_write(s, p, np.uint64(i)," not in runs
     # The parallel kernel resets due envs inside its runs (one parallel region a step), the serial one before.
     assert "resets_in_runs = PARALLEL_parallel and True" in runs and "resets_in_runs = PARALLEL_serial and True" in runs

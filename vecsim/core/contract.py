@@ -98,9 +98,11 @@ class KernelHints(NamedTuple):
         ``True`` when ``write_obs`` writes every element of ``obs[i]``: a VectorEnv with
         ``copy=True`` may then have the kernel write into new arrays instead of copying.
     envs_per_call : int
-        Envs stepped by one call of the fused per-env function in a parallel kernel (more
-        than 1: the serial kernel steps all its envs in one call): a game of many ``State``
-        arrays pays their passing once a run. Leave 1 for a step loop that vectorises.
+        More than 1: the step kernels call the fused step function once for a run of envs
+        (the serial kernel for all its envs, the parallel one for each thread's share, a
+        multiple of this many envs; the episode collector for runs of this many): a game of
+        many ``State`` arrays pays their passing once a run. Leave 1 for a step loop that
+        vectorises.
     """
 
     obs_order: str = "C"

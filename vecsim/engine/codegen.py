@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import os
 import pathlib
 import re
@@ -180,6 +181,9 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     resets_in_runs = per_call > 1 and per_call % 8 == 0 and not (one_pass or two_pass)
     text = re.sub(r"\bRESETS_IN_RUNS\b", repr(resets_in_runs), text)
     text = _keep_one(text, "STEP PER ENV", "STEP RUNS", per_call)
+    text = re.sub(r"\bRUN_SHARE_serial\b", "max(n, 1)", text)
+    text = re.sub(r"\bRUN_SHARE_parallel\b", "_thread_share(n)", text)
+    text = re.sub(r"\bSHARE_ALIGN\b", str(share_align(per_call)), text)
     if not game.enforces_mask:
         text = re.sub(r"^ *# MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S | re.M)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
@@ -411,6 +415,17 @@ def load_collect_kernel(game: GameSpec, precision: str, policy, functions=None):
         module = _import_generated(fname, text)
         _LOADED[key] = module
         return module
+
+
+#: Envs whose per-env bool flags fill one cache line.
+_CACHE_LINE_ENVS = 64
+
+
+def share_align(envs_per_call: int) -> int:
+    """Envs a parallel step kernel's per-thread share is a multiple of, for a game stepped in
+    runs of ``envs_per_call`` envs: whole runs (whole 8-env flag words where the runs are) and
+    whole cache lines of the per-env flag arrays."""
+    return math.lcm(envs_per_call, _CACHE_LINE_ENVS)
 
 
 def _keep_one(text: str, per_env: str, runs: str, per_call: int) -> str:

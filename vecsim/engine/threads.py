@@ -8,7 +8,11 @@ import os
 
 import numba
 import numpy as np
+from llvmlite import ir
 from numba import njit, prange
+from numba.core import cgutils, types
+from numba.core.typing import signature
+from numba.extending import intrinsic
 
 from vecsim.core.jit import kernel_options
 
@@ -60,3 +64,21 @@ def threading_layer() -> str:
         _load_without_refresh(_first_launch)  # a warm start loads it as it loads the kernels
         _first_launch(np.zeros(2))
         return numba.threading_layer()
+
+
+@intrinsic
+def _parallel_threads(typingctx):
+    def codegen(context, builder, signature, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(32), []), "get_num_threads")
+        return builder.sext(builder.call(fn, []), context.get_value_type(types.intp))
+    return signature(types.intp), codegen
+
+
+@njit(inline="always")
+def parallel_threads():
+    """The threads the calling thread's next parallel region runs on (``numba.get_num_threads``
+    in compiled code), for parallel kernels only: called by its linked name, where Numba's own
+    overload holds a function pointer that keeps a kernel out of Numba's cache. The thread pool
+    must be started (``start_thread_pool``), which registers the name (see
+    docs/numba-workarounds.md)."""
+    return _parallel_threads()

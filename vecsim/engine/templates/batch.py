@@ -54,6 +54,7 @@ from vecsim.core.jit import kernel_options
 from vecsim.engine.fusion import (all_legal_for, finish_step, pre_step_draft_run, reset_and_write, step_and_write,
                                   step_run_and_write)
 from vecsim.engine.packed_masks import mask_allows
+from vecsim.engine.threads import parallel_threads
 from vecsim.engine.views import (address_of, c_array_at, c_distinct_array_at, f_array_at, f_distinct_array_at,
                                  overlaps)
 from vecsim.core.rng import seed_env
@@ -149,6 +150,22 @@ def _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, 
     return OK, -1, nfinished
 
 
+# Envs a share of a parallel step is a multiple of: the share's flags and narrowed actions then
+# fill whole 64-byte cache lines (no line written by two threads) and whole 8-env words of was_u64.
+_SHARE_ALIGN = SHARE_ALIGN
+
+
+@njit(**OPTS_SERIAL)
+def _thread_share(n):
+    """Envs a thread steps in a parallel step of ``n`` envs stepped in runs: ``n`` split evenly
+    between Numba's threads, rounded up to whole ``_SHARE_ALIGN`` envs, so that each thread makes
+    one call of the run function (each call passes every State array) and its rows start on
+    whole cache lines of the per-env flag arrays."""
+    threads = parallel_threads()
+    share = (n + threads - 1) // threads
+    return max(_SHARE_ALIGN, (share + _SHARE_ALIGN - 1) // _SHARE_ALIGN * _SHARE_ALIGN)
+
+
 # Functions called from a prange body get the env index as np.uint64(i): Numba types the loop
 # index as int64 when it types the kernel and as uint64 when it compiles the parallel loop,
 # so a plain ``i`` compiles each callee twice, and the serial kernel's int64 once more.
@@ -221,8 +238,9 @@ def step_MODE(mode, max_steps, actions, step_table):
             finish_step(np.uint64(i), reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
     # STEP PER ENV END
     # STEP RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1: the same steps, one call a run)
-    # The serial kernel steps every env in one call: each call passes every State array.
-    run_length = RUN_LENGTH if PARALLEL_MODE else max(n, 1)
+    # Each call passes every State array: the serial kernel steps every env in one call, the
+    # parallel one each thread's share of the envs in one call (_thread_share).
+    run_length = RUN_SHARE_MODE
     for c in prange((n + run_length - 1) // run_length):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         lo = c * run_length
@@ -230,7 +248,7 @@ def step_MODE(mode, max_steps, actions, step_table):
             # The run's envs due for reset, as the pass above resets them, in the same parallel
             # region, so that a step needs one parallel launch, not a second for the resets
             # (each env's reset and step touch only its own rows, so the order between envs
-            # changes nothing). RUN_LENGTH is a multiple of 8, so the run's flags are whole
+            # changes nothing). A share is a multiple of 8 envs, so the run's flags are whole
             # words of was_u64.
             for w in range(lo // 8, (min(n, lo + run_length) + 7) // 8):
                 due = was_u64[w]
