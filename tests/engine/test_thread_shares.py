@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from vecsim.core.contract import KernelHints
-from vecsim.engine.codegen import share_align
+from vecsim.engine.codegen import share_align, share_min_align
 from vecsim.engine.engine import NEXT_STEP, NO_RESET, SAME_STEP, Engine
 from vecsim.engine.game import load_game
 
@@ -66,15 +66,21 @@ def test_thread_shares_step_as_the_serial_kernel(game, mode, threads):
 
 def test_a_share_is_whole_runs_and_cache_lines_and_covers_the_batch(game, threads):
     kernels = Engine(game, N, parallel=True)._kernels
-    align = share_align(RUN)
+    align, fine = share_align(RUN), share_min_align(RUN)
     assert align == 64 and share_align(16) == 64 and share_align(48) == 192 and share_align(1) == 64
+    assert fine == 8 and share_min_align(16) == 16 and share_min_align(48) == 48 and share_min_align(1) == 8
     for k in range(1, numba.config.NUMBA_NUM_THREADS + 1):
         threads(k)
-        for n in (1, 63, 64, 65, 200, 4096, 4097):
+        for n in (1, 8, 16, 63, 64, 65, 128, 200, 4096, 4097):
             share = kernels._thread_share(n)
-            assert share % align == 0 and share >= align
-            assert -(-n // share) <= k, f"{n} envs on {k} threads: shares of {share}"
-            assert share < align + -(-n // k), f"{n} envs on {k} threads: shares of {share} needlessly long"
+            shares = -(-n // share)
+            assert shares <= k, f"{n} envs on {k} threads: shares of {share}"
+            if share % align == 0:
+                assert share < align + -(-n // k), f"{n} envs on {k} threads: shares of {share} needlessly long"
+            else:  # whole cache lines would have left a thread idle: whole runs and flag words
+                whole_lines = -(-(-(-n // k)) // align) * align
+                assert share % fine == 0 and whole_lines * (k - 1) >= n, f"{n} envs on {k} threads: {share}"
+                assert shares >= min(k, -(-n // fine)), f"{n} envs on {k} threads: {shares} shares of {share}"
 
 
 def test_a_refused_action_in_the_second_share_changes_no_env(game, threads):

@@ -184,6 +184,7 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     text = re.sub(r"\bRUN_SHARE_serial\b", "max(n, 1)", text)
     text = re.sub(r"\bRUN_SHARE_parallel\b", "_thread_share(n)", text)
     text = re.sub(r"\bSHARE_ALIGN\b", str(share_align(per_call)), text)
+    text = re.sub(r"\bSHARE_MIN_ALIGN\b", str(share_min_align(per_call)), text)
     if not game.enforces_mask:
         text = re.sub(r"^ *# MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S | re.M)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
@@ -426,6 +427,12 @@ def share_align(envs_per_call: int) -> int:
     runs of ``envs_per_call`` envs: whole runs (whole 8-env flag words where the runs are) and
     whole cache lines of the per-env flag arrays."""
     return math.lcm(envs_per_call, _CACHE_LINE_ENVS)
+
+
+def share_min_align(envs_per_call: int) -> int:
+    """The finer multiple of a share where ``share_align`` would leave a thread no envs: whole
+    runs and whole 8-env words of the flags read 8 at a time."""
+    return math.lcm(envs_per_call, 8)
 
 
 def _keep_one(text: str, per_env: str, runs: str, per_call: int) -> str:

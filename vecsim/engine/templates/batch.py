@@ -153,6 +153,9 @@ def _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, 
 # Envs a share of a parallel step is a multiple of: the share's flags and narrowed actions then
 # fill whole 64-byte cache lines (no line written by two threads) and whole 8-env words of was_u64.
 _SHARE_ALIGN = SHARE_ALIGN
+# The finer multiple used where whole cache lines would leave a thread without envs: whole runs
+# and whole 8-env words of was_u64 (a few envs a thread of a costly game outweigh a shared line).
+_SHARE_MIN_ALIGN = SHARE_MIN_ALIGN
 
 
 @njit(**OPTS_SERIAL)
@@ -160,10 +163,14 @@ def _thread_share(n):
     """Envs a thread steps in a parallel step of ``n`` envs stepped in runs: ``n`` split evenly
     between Numba's threads, rounded up to whole ``_SHARE_ALIGN`` envs, so that each thread makes
     one call of the run function (each call passes every State array) and its rows start on
-    whole cache lines of the per-env flag arrays."""
+    whole cache lines of the per-env flag arrays; rounded up to whole ``_SHARE_MIN_ALIGN`` envs
+    instead where whole cache lines would leave a thread nothing to step."""
     threads = parallel_threads()
     share = (n + threads - 1) // threads
-    return max(_SHARE_ALIGN, (share + _SHARE_ALIGN - 1) // _SHARE_ALIGN * _SHARE_ALIGN)
+    aligned = (share + _SHARE_ALIGN - 1) // _SHARE_ALIGN * _SHARE_ALIGN
+    if aligned * (threads - 1) >= n:
+        aligned = (share + _SHARE_MIN_ALIGN - 1) // _SHARE_MIN_ALIGN * _SHARE_MIN_ALIGN
+    return max(_SHARE_MIN_ALIGN, aligned)
 
 
 # Functions called from a prange body get the env index as np.uint64(i): Numba types the loop
