@@ -131,9 +131,16 @@ def test_bench_with_load_reports_it_and_leaves_no_busy_process(tmp_path):
     assert record["load"] == 2 and record["load_threads"] == 1
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_bench_interrupted_by_ctrl_c_leaves_no_busy_process():
     cmd, env = _vecsim(*BENCH, "--seconds", 60, "--load", 2)
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT at its default in the bench, as in a terminal: a test run started in the background
+    # by a non-interactive shell inherits it ignored, and the bench would then never see Ctrl-C.
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 300
         while len(busy_children_of(proc.pid)) < 2:
