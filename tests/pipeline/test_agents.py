@@ -116,6 +116,29 @@ def test_discounted_returns_and_gae_by_their_definitions():
                                naive_returns(rewards, dones, last, gamma) - values)
 
 
+def test_returns_gae_and_adam_refuse_arrays_that_do_not_fit_by_name():
+    T, n = 5, 3
+    rewards, dones, values, last = np.zeros((T, n)), np.zeros((T, n), bool), np.zeros((T, n)), np.zeros(n)
+    for call, args, name in [
+        (returns.discounted_returns, (np.zeros(T), dones, last, 0.9), "rewards"),
+        (returns.discounted_returns, (rewards, dones[:-1], last, 0.9), "dones"),
+        (returns.discounted_returns, (rewards, dones, np.zeros(n + 1), 0.9), "last_value"),
+        (returns.gae, (rewards, dones, values[:, :-1], last, 0.9, 0.95), "values"),
+        (returns.gae, (rewards, dones, values, np.zeros((1, n)), 0.9, 0.95), "last_value"),
+    ]:
+        with pytest.raises(ValueError, match=rf"^{name} must have shape"):
+            call(*args)
+    params = {"pi": nn.init_mlp(np.random.default_rng(0), (4, 7, 3), out_gain=0.01)}
+    state = nn.adam_init(params)
+    grads = {"pi": tuple(np.zeros(p.shape, np.float32) for p in params["pi"])}
+    bad = {"pi": grads["pi"][:1] + (np.zeros(6, np.float32),) + grads["pi"][2:]}
+    with pytest.raises(ValueError, match=r"gradient of a 'pi' parameter of shape \(7,\) has shape \(6,\)"):
+        nn.adam_update(params, bad, state, 1e-3)
+    state["v"] = bad
+    with pytest.raises(ValueError, match="second moment"):
+        nn.adam_update(params, grads, state, 1e-3)
+
+
 @pytest.mark.parametrize("Agent", [Reinforce, PPO])
 def test_agents_learn_through_the_loop_in_both_modes(Agent):
     agent = Agent.for_env("vecsim/CartPole-v1", hidden=(16,))

@@ -57,6 +57,20 @@ def test_compiled_step_checks_its_arrays():
         inference.sample_policy(params["pi"], np.zeros((3, 5)), agent._scale_row, None, keys, 0)
     with pytest.raises(ValueError, match=r"keys must have shape \(2,\)"):
         inference.sample_policy(params["pi"], np.zeros((2, 4)), agent._scale_row, None, keys, 0)
+    obs = np.zeros((3, 4))
+    with pytest.raises(ValueError, match=r"mask must have shape \(3, 2\).*\(3, 1\)"):
+        inference.sample_policy(params["pi"], obs, agent._scale_row, np.ones((3, 1), bool), keys, 0)
+    with pytest.raises(ValueError, match=r"mask must have shape \(3, 2\).*\(2, 2\)"):
+        inference.sample_policy(params["pi"], obs, agent._scale_row, np.ones((2, 2), bool), keys, 0)
+    w0, b0, w1, b1 = params["pi"]
+    with pytest.raises(ValueError, match="layer 1 of the network"):
+        inference.sample_policy((w0, b0, w1[:-1], b1), obs, agent._scale_row, None, keys, 0)
+    with pytest.raises(ValueError, match="layer 0 of the network"):
+        inference.sample_policy((w0, b0[:-1], w1, b1), obs, agent._scale_row, None, keys, 0)
+    with pytest.raises(ValueError, match=r"network must be \(W0, b0"):
+        inference.sample_policy((w0, b0, w1), obs, agent._scale_row, None, keys, 0)
+    with pytest.raises(ValueError, match=r"features must have shape \(B, 8\)"):
+        inference.predict((w1, b1), np.zeros((3, 4), np.float32))
 
 
 def test_ppo_acts_with_the_compiled_step():

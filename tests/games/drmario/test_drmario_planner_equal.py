@@ -100,18 +100,24 @@ def test_search_input_order_is_the_frame_mode_buttons():
         assert sorted(BUTTONS[4 * d:4 * d + 4]) == sorted(planner_mod.DPAD[d] | r for r in (0, BTN_A, BTN_B, BTN_A | BTN_B))
 
 
+def _junk_bottle(seed):
+    """One env whose bottle holds viruses thickening toward the floor, and its fit table."""
+    rng = np.random.default_rng(seed)
+    s = allocate(1)
+    occupied = rng.random(128) < np.linspace(0.0, 0.7, 128)
+    s.board[0] = np.where(occupied, VIRUS | rng.integers(0, 3, 128), EMPTY).astype(s.board.dtype)
+    fit = np.zeros((2, 17, 10), np.bool_)
+    planner_mod.fit_table(s.board, 0, fit)
+    return s, fit
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_every_frame_is_a_path_of_the_pose_graph(seed):
     """Each pill pass of the game (every input, held state, charge and gravity phase) moves
     the pill to a pose that ``pose_graph`` reaches from its pose: the graph the search prunes
     with leaves no frame out."""
     from vecsim.games.drmario import BUTTONS
-    rng = np.random.default_rng(2000 + seed)
-    s = allocate(1)
-    occupied = rng.random(128) < np.linspace(0.0, 0.7, 128)
-    s.board[0] = np.where(occupied, VIRUS | rng.integers(0, 3, 128), EMPTY).astype(s.board.dtype)
-    fit = np.zeros((2, 17, 10), np.bool_)
-    planner_mod.fit_table(s.board, 0, fit)
+    s, fit = _junk_bottle(2000 + seed)
     pred_start, pred = np.zeros(513, np.int64), np.zeros(512 * 7, np.int64)
     planner_mod.pose_graph(fit, np.zeros(512 * planner_mod.MOVES_ROW, np.int16), pred_start, pred)
     succ = [[] for _ in range(512)]
@@ -156,12 +162,7 @@ def test_pose_moves_are_the_falling_pill_pass(seed):
     the turns of every A/B press with and without Left held, the drop or lock, the steps left
     and right (a tile sets the charge to 15, the wall leaves it), the pose's action."""
     from vecsim.games.drmario.tables import BTN_LEFT, BTN_RIGHT
-    rng = np.random.default_rng(3000 + seed)
-    s = allocate(1)
-    occupied = rng.random(128) < np.linspace(0.0, 0.7, 128)
-    s.board[0] = np.where(occupied, VIRUS | rng.integers(0, 3, 128), EMPTY).astype(s.board.dtype)
-    fit = np.zeros((2, 17, 10), np.bool_)
-    planner_mod.fit_table(s.board, 0, fit)
+    s, fit = _junk_bottle(3000 + seed)
     moves = np.zeros(512 * planner_mod.MOVES_ROW, np.int16)
     planner_mod.pose_moves(fit, moves)
     slow = 255  # no gravity within the frame

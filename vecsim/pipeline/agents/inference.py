@@ -121,7 +121,15 @@ def _layers(net: tuple) -> tuple[tuple, tuple]:
     if hit is not None and hit[0] is net:  # the entry holds net, so its id cannot have been reused
         return hit[1]
     arrays = [np.ascontiguousarray(p, dtype=np.float32) for p in net]
-    layers = tuple(arrays[0::2]), tuple(arrays[1::2])
+    weights, biases = arrays[0::2], arrays[1::2]
+    if not weights or len(weights) != len(biases):
+        raise ValueError(f"a network must be (W0, b0, W1, b1, ...), but got {len(arrays)} arrays")
+    for k, (w, b) in enumerate(zip(weights, biases)):
+        fed = weights[k - 1].shape[1] if k and weights[k - 1].ndim == 2 else None
+        if w.ndim != 2 or b.shape != (w.shape[1],) or (k and w.shape[0] != fed):
+            raise ValueError(f"layer {k} of the network: weights of shape {w.shape} and biases of shape {b.shape} "
+                             f"do not make a layer (weights (in, out), biases (out,)) after the layer before")
+    layers = tuple(weights), tuple(biases)
     if len(entries) >= _RECENT_NETS:
         entries.clear()
     entries[id(net)] = (net, layers)
@@ -138,11 +146,16 @@ def sample_policy(net: tuple, obs: np.ndarray, scale: np.ndarray, mask, keys: np
         raise ValueError(f"obs must have shape (B, {scale.shape[0]}), but got {obs.shape}")
     if keys.shape != obs.shape[:1]:
         raise ValueError(f"keys must have shape ({obs.shape[0]},) (one stream per row of obs), but got {keys.shape}")
+    weights, biases = _layers(net)
+    if weights[0].shape[0] != obs.shape[1]:
+        raise ValueError(f"the policy network takes {weights[0].shape[0]} features, but obs has shape {obs.shape}")
     if mask is not None:
         mask = np.ascontiguousarray(mask, dtype=np.bool_)
+        if mask.shape != (obs.shape[0], biases[-1].shape[0]):
+            raise ValueError(f"mask must have shape ({obs.shape[0]}, {biases[-1].shape[0]}) (a row of legal actions "
+                             f"per row of obs), but got {mask.shape}")
     actions = np.empty(obs.shape[0], dtype=np.int64)
     log_probs = np.empty(obs.shape[0], dtype=np.float32)
-    weights, biases = _layers(net)
     features = _sample_policy(weights, biases, obs, scale, mask, keys, np.uint64(counter), actions, log_probs)
     return actions, log_probs, features
 
@@ -150,4 +163,7 @@ def sample_policy(net: tuple, obs: np.ndarray, scale: np.ndarray, mask, keys: np
 def predict(net: tuple, features: np.ndarray) -> np.ndarray:
     """The output ``(B, out)`` float32 of the network ``net`` over ``features`` ``(B, in)`` float32."""
     weights, biases = _layers(net)
-    return _mlp(weights, biases, np.ascontiguousarray(features, dtype=np.float32))
+    features = np.ascontiguousarray(features, dtype=np.float32)
+    if features.ndim != 2 or features.shape[1] != weights[0].shape[0]:
+        raise ValueError(f"features must have shape (B, {weights[0].shape[0]}), but got {features.shape}")
+    return _mlp(weights, biases, features)

@@ -121,6 +121,10 @@ def adam_update(params: dict, grads: dict, state: dict, lr: float, b1: float = 0
     for name, net in params.items():
         ps, ms, vs = [], [], []
         for p, g, m, v in zip(net, grads[name], state["m"][name], state["v"][name]):
+            for label, a in (("gradient", g), ("first moment", m), ("second moment", v)):
+                if np.shape(a) != p.shape:
+                    raise ValueError(f"adam_update: the {label} of a {name!r} parameter of shape {p.shape} "
+                                     f"has shape {np.shape(a)}")
             kind = p.dtype.type
             p_out, m_out, v_out = (np.empty(p.shape, dtype=p.dtype) for _ in range(3))
             _adam(_flat(p, kind), _flat(g, kind), _flat(m, kind), _flat(v, kind), kind(grad_scale), kind(b1),

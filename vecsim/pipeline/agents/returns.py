@@ -21,10 +21,21 @@ def bootstrapped_rewards(batch, gamma: float, value_of) -> np.ndarray:
     return rewards
 
 
+def _check_time_major(rewards, dones, last_value, values=None) -> None:
+    """``ValueError`` naming the array whose shape does not fit ``rewards`` ``(T, n)``."""
+    shape = np.shape(rewards)
+    if len(shape) != 2:
+        raise ValueError(f"rewards must have shape (T, n), but got shape {shape}")
+    for name, a, want in (("dones", dones, shape), ("values", values, shape), ("last_value", last_value, shape[1:])):
+        if a is not None and np.shape(a) != want:
+            raise ValueError(f"{name} must have shape {want} (as rewards {shape}), but got shape {np.shape(a)}")
+
+
 def discounted_returns(rewards: np.ndarray, dones: np.ndarray, last_value: np.ndarray, gamma: float) -> np.ndarray:
     """Returns to go ``(T, n)`` float64: ``G_t = r_t + gamma * G_{t+1}``, restarted after each
     episode's end, ``G_T = last_value``; ``rewards`` ``(T, n)``, ``dones`` ``(T, n)`` bool,
     ``last_value`` ``(n,)``."""
+    _check_time_major(rewards, dones, last_value)
     out = np.empty(np.shape(rewards), dtype=np.float64)
     _discounted_returns(np.ascontiguousarray(rewards, dtype=np.float64), np.ascontiguousarray(dones, dtype=np.bool_),
                         np.array(last_value, dtype=np.float64), float(gamma), out)
@@ -46,6 +57,7 @@ def gae(rewards: np.ndarray, dones: np.ndarray, values: np.ndarray, last_value: 
     """Generalised advantage estimates ``(T, n)`` float64 (Schulman et al., 2016) from the
     behaviour values ``(T, n)``; ``rewards`` ``(T, n)``, ``dones`` ``(T, n)`` bool, ``last_value``
     ``(n,)``."""
+    _check_time_major(rewards, dones, last_value, values)
     adv = np.empty(np.shape(rewards), dtype=np.float64)
     _gae(np.ascontiguousarray(rewards, dtype=np.float64), np.ascontiguousarray(dones, dtype=np.bool_),
          np.ascontiguousarray(values, dtype=np.float64), np.array(last_value, dtype=np.float64),
