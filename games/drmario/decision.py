@@ -43,39 +43,38 @@ def search_env(s, i, r):
 @exact
 def plan_env(s, i):
     """``search_env`` on this thread's scratch, then the paths of its tree to the locks kept
-    in the env's ``plan_parent`` and ``plan_button`` for the step (``plan_kept``), the lock
-    nodes renumbered to match."""
+    in the env's ``plan_parent`` and ``plan_button`` for the step (``plan_kept``), renumbered
+    in the order a walk from each lock up to the root first meets them, the lock nodes to
+    match: work in the kept nodes, not in the tree's."""
     r = thread_row()
     n = search_env(s, i, r)
-    last = 0
-    for a in range(s.plan_lock_node.shape[1]):
-        last = max(last, s.plan_lock_node[i, a])
-    # The node slots are free once the visited bitmap is clear: each node's new index there.
-    parent, button, index = s.search_parent[r], s.search_button[r], s.search_nodes[r]
-    for k in range(last + 1):
-        index[k] = 0
-    index[0] = 1
-    for a in range(s.plan_lock_node.shape[1]):
-        k = s.plan_lock_node[i, a]
-        while k > 0 and index[k] == 0:
-            index[k] = 1
-            k = parent[k]
-    kept = n > 0
-    m = 0
-    for k in range(last + 1):  # a parent comes before its children: renumbered first
-        if index[k] == 0:
-            continue
-        if m == s.plan_parent.shape[1]:
-            kept = False
-            break
-        index[k] = m
-        s.plan_parent[i, m] = -1 if k == 0 else index[parent[k]]
-        s.plan_button[i, m] = button[k]
-        m += 1
+    # Once the visited bitmap is clear, a node's slot entry (>= 0) is free: a kept node's
+    # becomes -2 - its new index.
+    parent, button, mark = s.search_parent[r], s.search_button[r], s.search_nodes[r]
+    capacity = s.plan_parent.shape[1]
+    lock_node = s.plan_lock_node[i]
+    m = 1  # the root keeps index 0
+    if n > 0:
+        for a in range(lock_node.shape[0]):
+            k = lock_node[a]
+            while k > 0 and mark[k] >= 0:
+                new = m
+                m += 1
+                mark[k] = -2 - new
+                up = parent[k]
+                # The parent's index: the root's, its own if kept already, else the next one.
+                up_new = 0 if up == 0 else (-2 - mark[up] if mark[up] < 0 else m)
+                if new < capacity:
+                    s.plan_parent[i, new] = up_new
+                    s.plan_button[i, new] = button[k]
+                k = up
+    kept = n > 0 and m <= capacity
     if kept:
-        for a in range(s.plan_lock_node.shape[1]):
-            if s.plan_lock_node[i, a] >= 0:
-                s.plan_lock_node[i, a] = index[s.plan_lock_node[i, a]]
+        s.plan_parent[i, 0] = -1
+        s.plan_button[i, 0] = 0
+        for a in range(lock_node.shape[0]):
+            if lock_node[a] > 0:
+                lock_node[a] = -2 - mark[lock_node[a]]
     s.plan_kept[i] = 1 if kept else 0
     return n
 
