@@ -41,7 +41,7 @@ _COLLECT_STEP_TEMPLATE = _HERE / "templates" / "collect_step.py"
 #: helpers kernels call (editing the CLI or the VectorEnv must not recompile games). A
 #: template is hashed as the source text rendered from it, so editing a collector template
 #: does not recompile the batched kernels.
-_ENGINE_SOURCES = sorted([_HERE / name for name in ("codegen.py", "fusion.py", "views.py", "threads.py", "game.py")]
+_ENGINE_SOURCES = sorted([_HERE / name for name in ("codegen.py", "fusion.py", "views.py", "threads.py", "game.py", "step_status.py")]
                          + list((_HERE / "templates").glob("*.py")) + list((_HERE.parent / "core").glob("*.py")))
 _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], object] = {}
