@@ -110,10 +110,10 @@ def test_the_step_kernel_refuses_another_row_count_or_a_non_contiguous_array_bef
     before = snapshot(eng)
     for actions, status in [(np.zeros(N + 1, np.int64), BAD_SHAPE), (np.zeros(2 * N, np.int64)[::2], NOT_CARRAY),
                             (unaligned([0, 1, 0]), NOT_CARRAY)]:
-        value = entry(0, 0, actions, eng._step_table)
+        value = entry(0, 0, actions, eng._step_table_at)
         assert value < 0 and split_status(value)[0] == status
         assert same(before, snapshot(eng))
-    assert entry(0, 0, np.zeros(N, np.int64), eng._step_table) == 0
+    assert entry(0, 0, np.zeros(N, np.int64), eng._step_table_at) == 0
     eng.close()
 
 
@@ -128,7 +128,7 @@ def test_read_only_and_length_one_strided_actions_take_the_fast_path():
     frozen.flags.writeable = False
     strided = np.array([1, 0])[::2]
     for given in (frozen, strided):
-        assert eng._step_entry(0, 0, given, eng._step_table) >= 0  # accepted as it is
+        assert eng._step_entry(0, 0, given, eng._step_table_at) >= 0  # accepted as it is
         ref.step(np.array([1]))
     assert np.array_equal(eng.obs, ref.obs)
     eng.close()

@@ -344,6 +344,7 @@ def table_specs(arrays, others=()) -> tuple:
 
 _TABLE_VIEWS = re.compile(r"^( *)# (PLAIN )?VIEWS OF (\w+): (.*)$", re.M)
 _TABLE_OVERLAPS = re.compile(r"^( *)# (\w+) = FIRST VIEW OF (\w+) OVERLAPPING (\w+)$", re.M)
+_TABLE_AT = re.compile(r"^( *)# (\w+) = TABLE (\w+) AT (\w+)$", re.M)
 
 
 def _specs_of(table: str, names: list, tables: dict) -> list:
@@ -360,6 +361,8 @@ def render_table_views(text: str, tables: dict) -> str:
     assignment a name, rebuilding the array from its row of the address table ``<table>``
     (``tables[<table>]``: the arrays' ``table_specs``, row by row; ``# PLAIN VIEWS OF``: no
     view distinct, whatever the specs say), and each line
+    ``# <var> = TABLE <table> AT <address>`` by the table itself, viewed at the int64
+    ``address`` (a kernel given the table's address rather than the array), and each line
     ``# <var> = FIRST VIEW OF <table> OVERLAPPING <array>`` (after that table's views) by
     code setting ``<var>`` to the row of the first array apart from the others (its specs'
     last field) that shares memory with ``<array>`` (a per-call argument), or -1: the check a
@@ -392,6 +395,12 @@ def render_table_views(text: str, tables: dict) -> str:
                 lines.append(f"{indent}    {var} = {k}")
         return "\n".join(lines)
 
+    def table_at(match):
+        indent, var, table, address = match.groups()
+        rows = len(tables.get(table) or ())
+        return f"{indent}{var} = c_array_at({address}, ({rows}, {TABLE_COLUMNS}), np.int64)"
+
+    text = _TABLE_AT.sub(table_at, text)
     text = _TABLE_VIEWS.sub(views, text)
     return _TABLE_OVERLAPS.sub(overlaps, text)
 
@@ -455,6 +464,8 @@ def render_collect_step_source(game: GameSpec, precision: str, discrete: bool, f
         variants.append(re.sub(r"_MODE\b", f"_{mode}", part))
     text = _substitute_game(head + "".join(variants) + tail, game, precision, functions)
     text = _keep_one(text, "PER SLOT", "SLOT RUNS", game.hints.envs_per_call)
+    text = re.sub(r"\bSLOT_SHARE_serial\b", "max(n_run, 1)", text)
+    text = re.sub(r"\bSLOT_SHARE_parallel\b", "_slot_share(n_run)", text)
     return _pad_signatures(re.sub(r"_KIND\b", f"_{'discrete' if discrete else 'box'}", text))
 
 

@@ -490,6 +490,8 @@ class Engine:
         self._step_table = address_table(self._step_arrays)
         # step_mode_fresh's copy, whose first four rows point_outputs aims at new arrays.
         self._fresh_table = self._step_table.copy()
+        # What the step kernels take: the tables' addresses (the arrays above keep them alive).
+        self._step_table_at, self._fresh_table_at = self._step_table.ctypes.data, self._fresh_table.ctypes.data
         self._point_outputs = kernels.point_outputs
         self._reset_table = address_table(self._reset_arrays)
         self._choose_kernels(parallel, state)
@@ -549,7 +551,7 @@ class Engine:
             return kernel
         actions_type = numba.types.Array(numba.from_dtype(self._act_dtype), len(self._act_shape), "A")
         self._step_entry = kernel.compile((numba.typeof(NEXT_STEP), numba.typeof(self._max_steps), actions_type,
-                                           numba.typeof(self._step_table)))
+                                           numba.typeof(self._step_table_at)))
         return self._step_entry
 
     def _arm_fast_step(self, no_reset: bool) -> None:
@@ -570,12 +572,12 @@ class Engine:
             self._sparse_reset_entry = entry
         return entry
 
-    def _timed_step(self, mode: int, acts: np.ndarray, table: np.ndarray):
+    def _timed_step(self, mode: int, acts: np.ndarray, table_at: int):
         """The step kernel's call, timed for ``kernel_chooser``."""
         chooser = self.kernel_chooser
         clock = chooser.clock
         start = clock()
-        out = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, table)
+        out = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, table_at)
         chooser.observe(clock() - start)
         return out
 
@@ -662,14 +664,14 @@ class Engine:
             return actions
         return self.coerce_actions(actions)
 
-    def _after_refusal(self, mode: int, value: int, acts: np.ndarray, table: np.ndarray) -> int:
+    def _after_refusal(self, mode: int, value: int, acts: np.ndarray, table_at: int) -> int:
         """After the step kernel refused ``acts`` (``value`` < 0): for their form (row count,
         contiguity, alignment; ``quick_actions`` passed them as they are), the step again on
         the checked and converted actions, returning its value; otherwise the error."""
         status, index = split_status(value)
         if status in FORM_REFUSALS:
             acts = self.coerce_actions(acts)
-            value = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, table)
+            value = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, table_at)
             if value >= 0:
                 return value
             status, index = split_status(value)
@@ -874,7 +876,7 @@ class Engine:
                 and actions.ndim == self._quick_ndim):
             # The kernel checks the rest of the actions' form and refuses before writing anything.
             self._fast_step = None  # step must clear the packed mask
-            value = entry(NO_RESET, self._max_steps, actions, self._step_table)
+            value = entry(NO_RESET, self._max_steps, actions, self._step_table_at)
             result = self.result
             if value >= 0:
                 result.done_mask = self._done_mask
@@ -896,9 +898,9 @@ class Engine:
         result.num_done = -1
         self._fast_step = None
         if self.kernel_chooser is None:
-            value = (self._step_entry or self._bind_step())(NO_RESET, self._max_steps, acts, self._step_table)
+            value = (self._step_entry or self._bind_step())(NO_RESET, self._max_steps, acts, self._step_table_at)
         else:
-            value = self._timed_step(NO_RESET, acts, self._step_table)
+            value = self._timed_step(NO_RESET, acts, self._step_table_at)
         if value < 0:
             self._raise_step_error(*split_status(value), acts)
         self._detached = None
@@ -919,7 +921,7 @@ class Engine:
         if (entry is not None and type(actions) is _NDARRAY and actions.dtype is self._act_dtype
                 and actions.ndim == self._quick_ndim):
             # The kernel checks the rest of the actions' form and refuses before writing anything.
-            value = entry(NEXT_STEP, self._max_steps, actions, self._step_table)
+            value = entry(NEXT_STEP, self._max_steps, actions, self._step_table_at)
             if not value:
                 return self._outputs
             status, index = split_status(value)
@@ -935,9 +937,9 @@ class Engine:
         result.done_mask = None
         result.num_done = -1
         if self.kernel_chooser is None:
-            value = (self._step_entry or self._bind_step())(NEXT_STEP, self._max_steps, acts, self._step_table)
+            value = (self._step_entry or self._bind_step())(NEXT_STEP, self._max_steps, acts, self._step_table_at)
         else:
-            value = self._timed_step(NEXT_STEP, acts, self._step_table)
+            value = self._timed_step(NEXT_STEP, acts, self._step_table_at)
         if value:
             self._raise_step_error(*split_status(value), acts)
         self._detached = None
@@ -966,11 +968,11 @@ class Engine:
         result.done_mask = None
         result.num_done = -1
         if self.kernel_chooser is None:
-            value = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, self._step_table)
+            value = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, self._step_table_at)
         else:
-            value = self._timed_step(mode, acts, self._step_table)
+            value = self._timed_step(mode, acts, self._step_table_at)
         if value < 0:
-            self._after_refusal(mode, value, acts, self._step_table)
+            self._after_refusal(mode, value, acts, self._step_table_at)
         self._detached = None
         if self.opponent is not None:
             self.opponent.play(same_step=mode == SAME_STEP)
@@ -1036,8 +1038,8 @@ class Engine:
         out = (np.empty(obs_shape, obs_dtype, order=obs_order), np.empty(n, float_dtype), np.empty(n, np.bool_),
                np.empty(n, np.bool_))
         self._forget_done()
-        table = self._fresh_table
-        self._point_outputs(table, *out)
+        table = self._fresh_table_at
+        self._point_outputs(self._fresh_table, *out)
         self._fast_step = self._fast_no_reset = None  # they would leave the outputs detached
         if self.kernel_chooser is None:
             value = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, table)

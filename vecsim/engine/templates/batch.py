@@ -185,7 +185,7 @@ def _thread_share(n):
 
 
 @njit(**OPTS_MODE)
-def step_MODE(mode, max_steps, given_actions, step_table):
+def step_MODE(mode, max_steps, given_actions, step_table_at):
     """Step every env; returns one int64: with OK, 0, or in NO_RESET mode the number of envs
     that finished (their bits are in ``done_words``); otherwise ``-(8 * value + status)``
     (``step_status``), status being BAD_ACTION, FINISHED_ENV, ILLEGAL_ACTION, ALIASED_ARRAY,
@@ -193,7 +193,8 @@ def step_MODE(mode, max_steps, given_actions, step_table):
     of the table whose array shares memory with the actions; with BAD_SHAPE and NOT_CARRAY:
     0). Nothing is written before a refusal.
 
-    ``given_actions`` is typed with any layout (``Engine`` calls the compiled function
+    ``step_table_at`` is the address of the step table (an int64 is cheaper to pass from
+    Python than an array). ``given_actions`` is typed with any layout (``Engine`` calls the compiled function
     directly, after checking only its type, dtype and ``ndim``): its row count and its
     C-contiguity and alignment are checked here, and the rest of the kernel reads a C view.
 
@@ -206,6 +207,7 @@ def step_MODE(mode, max_steps, given_actions, step_table):
     the check pass for that reason; tests/test_vectorised.py guards the serial and parallel
     loops of CartPole, Pendulum and the MountainCars).
     """
+    # step_table = TABLE step_table AT step_table_at
     # VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS, TELEMETRY_VIEWS
     if given_actions.shape[0] != elapsed.shape[0]:
         return -BAD_SHAPE
