@@ -464,8 +464,6 @@ def render_collect_step_source(game: GameSpec, precision: str, discrete: bool, f
         variants.append(re.sub(r"_MODE\b", f"_{mode}", part))
     text = _substitute_game(head + "".join(variants) + tail, game, precision, functions)
     text = _keep_one(text, "PER SLOT", "SLOT RUNS", game.hints.envs_per_call)
-    text = re.sub(r"\bSLOT_SHARE_serial\b", "max(n_run, 1)", text)
-    text = re.sub(r"\bSLOT_SHARE_parallel\b", "_slot_share(n_run)", text)
     return _pad_signatures(re.sub(r"_KIND\b", f"_{'discrete' if discrete else 'box'}", text))
 
 

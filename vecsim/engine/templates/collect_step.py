@@ -43,7 +43,6 @@ from vecsim.core.contract import box_finite, discrete_ok, no_mask, no_pre_step
 from vecsim.core.jit import kernel_options
 from vecsim.engine.episode_rows import pad_tail, record_inputs
 from vecsim.engine.fusion import all_legal, step_and_write, step_parts
-from vecsim.engine.threads import parallel_threads
 from vecsim.core.rng import mix64, randint, seed_env, uniform
 
 import GAME_MODULE as _game
@@ -182,22 +181,12 @@ def _finish_slot_KIND(r, w, j, t, reward, terminated, max_steps, env_max_steps, 
 
 
 @njit(**OPTS_SERIAL)
-def _slot_share(n_run):
-    """Running slots a thread steps in one call of ``_step_slots`` in a parallel step of
-    ``n_run`` slots: an even split between Numba's threads, in whole runs of ``RUN_LENGTH``."""
-    threads = parallel_threads()
-    share = (n_run + threads - 1) // threads
-    return max(RUN_LENGTH, (share + RUN_LENGTH - 1) // RUN_LENGTH * RUN_LENGTH)
-
-
-@njit(**OPTS_SERIAL)
 def _step_slots(lo, hi, s, p, run, job_of, step_of, fin, max_steps, env_max_steps, keep_extras, given_lp, given_val,
                 obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out, actions, obs, masks,
                 events, rng):
     """Step the running slots ``run[lo:hi]`` once and write each step into its job's row (the
-    kernels of a game with ``KernelHints.envs_per_call > 1``, one call per thread's share of the
-    slots: the ``State`` arrays are passed once a call; the per-slot loop of ``advance_MODE``
-    does the same)."""
+    kernels of a game with ``KernelHints.envs_per_call > 1``, one call per that many slots: the ``State``
+    arrays are passed once a call; the per-slot loop of ``advance_MODE`` does the same)."""
     for r in range(lo, hi):
         w = run[r]
         j = job_of[w]
@@ -311,13 +300,10 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
                 ctl[BAD_INDEX] = r
                 return
             # SLOT RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1)
-            # Each call passes every State array: the serial kernel steps every running slot in
-            # one call, the parallel one each thread's share of them (_slot_share).
-            run_length = SLOT_SHARE_MODE
-            for c in prange((n_run + run_length - 1) // run_length):
+            for c in prange((n_run + RUN_LENGTH - 1) // RUN_LENGTH):
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-                lo = c * run_length
-                _step_slots(lo, min(n_run, lo + run_length), s, p, run, job_of, step_of, fin, max_steps,
+                lo = c * RUN_LENGTH
+                _step_slots(lo, min(n_run, lo + RUN_LENGTH), s, p, run, job_of, step_of, fin, max_steps,
                             env_max_steps, keep_extras, given_lp, given_val, obs_out, act_out, rew_out, done_out,
                             term_out, len_out, mask_out, lp_out, val_out, actions, obs, masks, events, rng)
             # SLOT RUNS END
