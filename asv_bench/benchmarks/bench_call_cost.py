@@ -5,7 +5,8 @@ enough that the kernel's own work is a small part of it.
 ``VecsimVectorEnv.step`` (``copy=True`` and ``copy=False``) on 1 and 16 CartPole envs, with
 one preallocated int64 action array of the right shape (the fast path: no conversion), and
 ``Engine.step`` given a Python list (the checked, converting path). The kernels are compiled
-(or loaded from the cache) in ``setup``.
+(or loaded from the cache) in ``setup``. ``python -m vecsim.bench.call_cost`` times the same
+paths in per-thread CPU time, for before/after comparisons on a loaded machine.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ _COLLECT_STEP_TEMPLATE = _HERE / "templates" / "collect_step.py"
 #: helpers kernels call (editing the CLI or the VectorEnv must not recompile games). A
 #: template is hashed as the source text rendered from it, so editing a collector template
 #: does not recompile the batched kernels.
-_ENGINE_SOURCES = sorted([_HERE / name for name in ("codegen.py", "fusion.py", "views.py", "threads.py", "game.py")]
+_ENGINE_SOURCES = sorted([_HERE / name for name in ("codegen.py", "fusion.py", "views.py", "threads.py", "game.py", "step_status.py")]
                          + list((_HERE / "templates").glob("*.py")) + list((_HERE.parent / "core").glob("*.py")))
 _LOCK = threading.Lock()
 _LOADED: dict[tuple[str, str], object] = {}
@@ -344,6 +344,7 @@ def table_specs(arrays, others=()) -> tuple:
 
 _TABLE_VIEWS = re.compile(r"^( *)# (PLAIN )?VIEWS OF (\w+): (.*)$", re.M)
 _TABLE_OVERLAPS = re.compile(r"^( *)# (\w+) = FIRST VIEW OF (\w+) OVERLAPPING (\w+)$", re.M)
+_TABLE_AT = re.compile(r"^( *)# (\w+) = TABLE (\w+) AT (\w+)$", re.M)
 
 
 def _specs_of(table: str, names: list, tables: dict) -> list:
@@ -360,6 +361,8 @@ def render_table_views(text: str, tables: dict) -> str:
     assignment a name, rebuilding the array from its row of the address table ``<table>``
     (``tables[<table>]``: the arrays' ``table_specs``, row by row; ``# PLAIN VIEWS OF``: no
     view distinct, whatever the specs say), and each line
+    ``# <var> = TABLE <table> AT <address>`` by the table itself, viewed at the int64
+    ``address`` (a kernel given the table's address rather than the array), and each line
     ``# <var> = FIRST VIEW OF <table> OVERLAPPING <array>`` (after that table's views) by
     code setting ``<var>`` to the row of the first array apart from the others (its specs'
     last field) that shares memory with ``<array>`` (a per-call argument), or -1: the check a
@@ -392,6 +395,12 @@ def render_table_views(text: str, tables: dict) -> str:
                 lines.append(f"{indent}    {var} = {k}")
         return "\n".join(lines)
 
+    def table_at(match):
+        indent, var, table, address = match.groups()
+        rows = len(tables.get(table) or ())
+        return f"{indent}{var} = c_array_at({address}, ({rows}, {TABLE_COLUMNS}), np.int64)"
+
+    text = _TABLE_AT.sub(table_at, text)
     text = _TABLE_VIEWS.sub(views, text)
     return _TABLE_OVERLAPS.sub(overlaps, text)
 

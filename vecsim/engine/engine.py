@@ -28,6 +28,7 @@ from vecsim.engine.packed_masks import MASK_FORMATS, check_packed_out, pack_mask
 from vecsim.engine.reset_mask import ResetMask
 from vecsim.engine.reset_params import params_after_reset
 from vecsim.engine.step_result import StepResult
+from vecsim.engine.step_status import ALIASED_ARRAY, BAD_ACTION, FINISHED_ENV, FORM_REFUSALS, ILLEGAL_ACTION, split_status
 from vecsim.engine.telemetry import Telemetry, check_capacity
 from vecsim.engine.threads import start_thread_pool, threading_layer
 
@@ -35,7 +36,6 @@ NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 # The per-call action checks test ``type(actions) is _NDARRAY``: a module global, not
 # ``np.ndarray`` (one dictionary lookup instead of two on every call).
 _NDARRAY = np.ndarray
-_OK, _BAD_ACTION, _FINISHED_ENV, _ILLEGAL_ACTION, _ALIASED_ARRAY = 0, 1, 2, 3, 4
 PRECISIONS = ("float64", "float32")
 INVALID_ACTION_POLICIES = ("raise", "flag")
 #: Largest ``max_episode_steps``: the per-env step counter is int32.
@@ -441,9 +441,10 @@ class Engine:
         self._seeded = False
         self._has_reset = False
         self._closed = False
-        # step's fast path: the compiled step while nothing but the actions needs a look (the
-        # engine open and started, no kernel chooser, no opponent), else None (_arm_fast_step).
-        self._fast_step = None
+        # The fast paths of step and step_no_reset: the compiled step while nothing but the
+        # actions needs a look, else None (_arm_fast_step). Both: the engine open and started,
+        # no kernel chooser, no opponent, no detached outputs; step's: no packed done mask.
+        self._fast_step = self._fast_no_reset = None
         self._fills_rows = bool(self.game.hints.write_obs_fills_row)
         self._detached = None  # the outputs of the last step_mode_fresh, while the engine's buffers are behind
         self._packed = None  # packed_masks' buffer, made at its first call
@@ -489,6 +490,8 @@ class Engine:
         self._step_table = address_table(self._step_arrays)
         # step_mode_fresh's copy, whose first four rows point_outputs aims at new arrays.
         self._fresh_table = self._step_table.copy()
+        # What the step kernels take: the tables' addresses (the arrays above keep them alive).
+        self._step_table_at, self._fresh_table_at = self._step_table.ctypes.data, self._fresh_table.ctypes.data
         self._point_outputs = kernels.point_outputs
         self._reset_table = address_table(self._reset_arrays)
         self._choose_kernels(parallel, state)
@@ -507,7 +510,7 @@ class Engine:
         suffix = "parallel" if self.parallel else "serial"
         self._step_kernel = getattr(kernels, f"step_{suffix}")
         self._reset_kernel = getattr(kernels, f"reset_{suffix}")
-        self._step_entry = self._sparse_reset_entry = self._fast_step = None
+        self._step_entry = self._sparse_reset_entry = self._fast_step = self._fast_no_reset = None
         # reset_envs usually gets a sparse mask (the few envs that just finished): the serial
         # kernel skips empty words without the cost of starting threads. A parallel engine
         # uses the parallel kernel for PARALLEL_MIN_RESETS envs or more, times the threading
@@ -534,24 +537,33 @@ class Engine:
             start_thread_pool()
         self._step_kernel = kernels.step_parallel if flag else kernels.step_serial
         self._reset_kernel = kernels.reset_parallel if flag else kernels.reset_serial
-        self._step_entry = self._fast_step = None
+        self._step_entry = self._fast_step = self._fast_no_reset = None
         self._min_parallel_resets = self._parallel_resets if flag else sys.maxsize
 
     def _bind_step(self):
-        """The step kernel's compiled function for the engine's own argument types, once
-        compiled (until then the dispatcher, which compiles it on its first call)."""
-        entry = compiled_entry(self._step_kernel, NEXT_STEP, self._max_steps, self._act_buf, self._step_table)
-        if entry is not self._step_kernel:
-            self._step_entry = entry
-            self._arm_fast_step(entry)
-        return entry
+        """The step kernel's compiled function for the engine's argument types with actions of
+        any layout (compiled, or loaded from the cache, at the first call): called directly,
+        it skips the dispatcher's typing of every argument, and the kernel checks the actions'
+        row count and contiguity itself (``step_MODE`` in the batch template). The dispatcher
+        itself where Numba's JIT is disabled."""
+        kernel = self._step_kernel
+        if getattr(kernel, "overloads", None) is None:  # NUMBA_DISABLE_JIT left a plain function
+            return kernel
+        actions_type = numba.types.Array(numba.from_dtype(self._act_dtype), len(self._act_shape), "A")
+        self._step_entry = kernel.compile((numba.typeof(NEXT_STEP), numba.typeof(self._max_steps), actions_type,
+                                           numba.typeof(self._step_table_at)))
+        return self._step_entry
 
-    def _arm_fast_step(self, entry) -> None:
-        """Let ``step`` call ``entry`` after checking only the actions, where nothing else
-        can stand in the way until ``close`` or a change of kernels disarms it."""
-        if self.kernel_chooser is None and self.opponent is None and self._has_reset and not self._closed:
+    def _arm_fast_step(self, no_reset: bool) -> None:
+        """After a successful step in the general path: let ``step_no_reset`` (and, after a
+        ``step``, ``step`` too: ``no_reset`` False) call the compiled step after checking only
+        the actions' type, dtype and ndim, until a call that changes what they skip disarms them."""
+        entry = self._step_entry
+        if entry is not None and self.kernel_chooser is None and self.opponent is None:
             self._outputs = (self.obs, self.rewards, self.terminals, self.truncations)
-            self._fast_step = entry
+            self._fast_no_reset = entry
+            if not no_reset:
+                self._fast_step = entry
 
     def _bind_sparse_reset(self, words: np.ndarray):
         """``_bind_step`` for the serial reset kernel, called with a packed mask's ``words``."""
@@ -560,12 +572,12 @@ class Engine:
             self._sparse_reset_entry = entry
         return entry
 
-    def _timed_step(self, mode: int, acts: np.ndarray, table: np.ndarray):
+    def _timed_step(self, mode: int, acts: np.ndarray, table_at: int):
         """The step kernel's call, timed for ``kernel_chooser``."""
         chooser = self.kernel_chooser
         clock = chooser.clock
         start = clock()
-        out = self._step_kernel(mode, self._max_steps, acts, table)
+        out = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, table_at)
         chooser.observe(clock() - start)
         return out
 
@@ -578,10 +590,12 @@ class Engine:
             self._discrete = True
             self._act_shape = (n,)
             self._act_dtype = np.dtype(np.int64)
+            self._quick_ndim = 1
         elif isinstance(space, spaces.Box) and len(space.shape) == 1:
             self._discrete = False
             self._act_shape = (n, space.shape[0])
             self._act_dtype = np.dtype(space.dtype)
+            self._quick_ndim = -1  # the kernel cannot check a Box's width: the checked path only
         else:
             raise TypeError(f"unsupported action space {space}")
         self._act_buf = np.zeros(self._act_shape, dtype=self._act_dtype)
@@ -642,23 +656,44 @@ class Engine:
             self._check_float_cast()
         return self._act_buf
 
+    def quick_actions(self, actions):
+        """``actions`` as they are where the step kernel checks the rest of their form (an
+        ndarray of the batch's action dtype and ``ndim``, Discrete actions), else
+        ``coerce_actions(actions)``: what ``step_mode_coerced`` and ``step_mode_fresh`` take."""
+        if type(actions) is _NDARRAY and actions.dtype is self._act_dtype and actions.ndim == self._quick_ndim:
+            return actions
+        return self.coerce_actions(actions)
+
+    def _after_refusal(self, mode: int, value: int, acts: np.ndarray, table_at: int) -> int:
+        """After the step kernel refused ``acts`` (``value`` < 0): for their form (row count,
+        contiguity, alignment; ``quick_actions`` passed them as they are), the step again on
+        the checked and converted actions, returning its value; otherwise the error."""
+        status, index = split_status(value)
+        if status in FORM_REFUSALS:
+            acts = self.coerce_actions(acts)
+            value = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, table_at)
+            if value >= 0:
+                return value
+            status, index = split_status(value)
+        self._raise_step_error(status, index, acts)
+
     def _check_float_cast(self) -> None:
         if not np.isfinite(self._act_buf).all():  # a float64 too large for float32
             i = int(np.flatnonzero(~np.isfinite(self._act_buf).all(axis=1))[0])
             raise ValueError(f"actions[{i}] overflows {self._act_dtype}")
 
     def _raise_step_error(self, status: int, index: int, actions: np.ndarray):
-        if status == _BAD_ACTION:
+        if status == BAD_ACTION:
             raise ValueError(f"actions[{index}] = {actions[index].tolist()!r} is out of range for "
                              f"{self.single_action_space} (env {index})")
-        if status == _ILLEGAL_ACTION:
+        if status == ILLEGAL_ACTION:
             raise ValueError(f"actions[{index}] = {actions[index].tolist()!r} is not a legal action for env {index} "
                              f"(its action mask is False there; see action_masks()); nothing was stepped "
                              f"(invalid_action='flag' steps the others and flags it instead)")
-        if status == _ALIASED_ARRAY:
+        if status == ALIASED_ARRAY:
             raise ValueError(f"actions share memory with this engine's own {self._step_names[index]} array; "
                              f"pass a separate array (nothing was stepped)")
-        if status == _FINISHED_ENV:
+        if status == FINISHED_ENV:
             raise FinishedEnvError(index, bool(self.terminals[index]), bool(self.truncations[index]),
                                    "reset it with reset_envs before stepping it")
         raise RuntimeError(f"kernel returned unknown status {status}")
@@ -836,6 +871,23 @@ class Engine:
         (``ValueError`` otherwise). Returns ``self.result``, whose arrays are views
         overwritten by the next call.
         """
+        entry = self._fast_no_reset
+        if (entry is not None and type(actions) is _NDARRAY and actions.dtype is self._act_dtype
+                and actions.ndim == self._quick_ndim):
+            # The kernel checks the rest of the actions' form and refuses before writing anything.
+            self._fast_step = None  # step must clear the packed mask
+            value = entry(NO_RESET, self._max_steps, actions, self._step_table_at)
+            result = self.result
+            if value >= 0:
+                result.done_mask = self._done_mask
+                result.num_done = value
+                return result
+            result.done_mask = None
+            result.num_done = -1
+            status, index = split_status(value)
+            if status not in FORM_REFUSALS:
+                self._raise_step_error(status, index, actions)
+            # Another row count, not C-contiguous or not aligned: checked and converted below.
         if self._closed or not self._has_reset:
             self.check_open()
             self.check_started()
@@ -844,18 +896,20 @@ class Engine:
         result = self.result
         result.done_mask = None  # until the kernel has filled the mask again
         result.num_done = -1
+        self._fast_step = None
         if self.kernel_chooser is None:
-            status, index = (self._step_entry or self._bind_step())(NO_RESET, self._max_steps, acts, self._step_table)
+            value = (self._step_entry or self._bind_step())(NO_RESET, self._max_steps, acts, self._step_table_at)
         else:
-            status, index = self._timed_step(NO_RESET, acts, self._step_table)
-        if status:
-            self._raise_step_error(status, index, acts)
+            value = self._timed_step(NO_RESET, acts, self._step_table_at)
+        if value < 0:
+            self._raise_step_error(*split_status(value), acts)
         self._detached = None
         if self.opponent is not None:
             self.opponent.play(same_step=False)
             return result  # done_mask None: to_reset_mask reads the flags
         result.done_mask = self._done_mask
-        result.num_done = index
+        result.num_done = value
+        self._arm_fast_step(no_reset=True)
         return result
 
     def step(self, actions):
@@ -865,15 +919,15 @@ class Engine:
         """
         entry = self._fast_step
         if (entry is not None and type(actions) is _NDARRAY and actions.dtype is self._act_dtype
-                and actions.shape == self._act_shape and actions.flags.carray):
-            result = self.result  # _forget_done, inlined
-            result.done_mask = None
-            result.num_done = -1
-            status, index = entry(NEXT_STEP, self._max_steps, actions, self._step_table)
-            if status:
+                and actions.ndim == self._quick_ndim):
+            # The kernel checks the rest of the actions' form and refuses before writing anything.
+            value = entry(NEXT_STEP, self._max_steps, actions, self._step_table_at)
+            if not value:
+                return self._outputs
+            status, index = split_status(value)
+            if status not in FORM_REFUSALS:
                 self._raise_step_error(status, index, actions)
-            self._detached = None
-            return self._outputs
+            # Another row count, not C-contiguous or not aligned: checked and converted below.
         if self._closed or not self._has_reset:
             self.check_open()
             self.check_started()
@@ -883,14 +937,16 @@ class Engine:
         result.done_mask = None
         result.num_done = -1
         if self.kernel_chooser is None:
-            status, index = (self._step_entry or self._bind_step())(NEXT_STEP, self._max_steps, acts, self._step_table)
+            value = (self._step_entry or self._bind_step())(NEXT_STEP, self._max_steps, acts, self._step_table_at)
         else:
-            status, index = self._timed_step(NEXT_STEP, acts, self._step_table)
-        if status:
-            self._raise_step_error(status, index, acts)
+            value = self._timed_step(NEXT_STEP, acts, self._step_table_at)
+        if value:
+            self._raise_step_error(*split_status(value), acts)
         self._detached = None
         if self.opponent is not None:
             self.opponent.play(same_step=False)
+        else:
+            self._arm_fast_step(no_reset=False)
         return self.obs, self.rewards, self.terminals, self.truncations
 
     def step_mode(self, mode: int, actions) -> None:
@@ -905,17 +961,18 @@ class Engine:
         self.step_mode_coerced(mode, self.coerce_actions(actions))
 
     def step_mode_coerced(self, mode: int, acts: np.ndarray) -> None:
-        """``step_mode`` on actions that ``coerce_actions`` returned: for front ends that have
-        checked the actions and the engine's state themselves (once, in their own words)."""
+        """``step_mode`` on actions that ``quick_actions`` (or ``coerce_actions``) returned:
+        for front ends that have checked the engine's state themselves (once, in their own
+        words)."""
         result = self.result  # _forget_done, inlined
         result.done_mask = None
         result.num_done = -1
         if self.kernel_chooser is None:
-            status, index = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, self._step_table)
+            value = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, self._step_table_at)
         else:
-            status, index = self._timed_step(mode, acts, self._step_table)
-        if status:
-            self._raise_step_error(status, index, acts)
+            value = self._timed_step(mode, acts, self._step_table_at)
+        if value < 0:
+            self._after_refusal(mode, value, acts, self._step_table_at)
         self._detached = None
         if self.opponent is not None:
             self.opponent.play(same_step=mode == SAME_STEP)
@@ -976,19 +1033,20 @@ class Engine:
         if self._closed or not self._has_reset:
             self.check_open()
             self.check_started()
-        acts = self.coerce_actions(actions)
+        acts = self.quick_actions(actions)
         (obs_shape, obs_dtype, obs_order), n, float_dtype = self._fresh_specs
         out = (np.empty(obs_shape, obs_dtype, order=obs_order), np.empty(n, float_dtype), np.empty(n, np.bool_),
                np.empty(n, np.bool_))
         self._forget_done()
-        table = self._fresh_table
-        self._point_outputs(table, *out)
+        table = self._fresh_table_at
+        self._point_outputs(self._fresh_table, *out)
+        self._fast_step = self._fast_no_reset = None  # they would leave the outputs detached
         if self.kernel_chooser is None:
-            status, index = self._step_kernel(mode, self._max_steps, acts, table)
+            value = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, table)
         else:
-            status, index = self._timed_step(mode, acts, table)
-        if status:
-            self._raise_step_error(status, index, acts)
+            value = self._timed_step(mode, acts, table)
+        if value < 0:
+            self._after_refusal(mode, value, acts, table)
         self._detached = out
         return out
 
@@ -1085,7 +1143,7 @@ class Engine:
     def close(self) -> None:
         """Release the engine; every later call raises ``RuntimeError``. Idempotent."""
         self._closed = True
-        self._fast_step = None
+        self._fast_step = self._fast_no_reset = None
 
     @property
     def closed(self) -> bool:

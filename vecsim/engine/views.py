@@ -127,3 +127,32 @@ def overlaps(a, b) -> bool:
     parallel kernel slow down with every inlined copy (see docs/numba-workarounds.md)."""
     lo_a, lo_b = address_of(a), address_of(b)
     return a.nbytes > 0 and b.nbytes > 0 and lo_a < lo_b + b.nbytes and lo_b < lo_a + a.nbytes
+
+
+@njit(**EXACT_OPTIONS)
+def is_c_contiguous(a) -> bool:
+    """Whether the 1-D or 2-D array ``a`` (of any layout type) is C-contiguous and its data
+    aligned to its item size: what ``as_c_layout`` needs."""
+    itemsize = a.itemsize
+    if address_of(a) % itemsize != 0:
+        return False
+    if a.ndim == 1:
+        return a.shape[0] < 2 or a.strides[0] == itemsize
+    return (a.shape[0] * a.shape[1] == 0
+            or ((a.shape[1] < 2 or a.strides[1] == itemsize) and (a.shape[0] < 2 or a.strides[0] == a.shape[1] * itemsize)))
+
+
+@intrinsic
+def as_c_layout(typingctx, array):
+    """``array``, typed C-contiguous: the same data, shape and strides (no copy). Only for an
+    array that ``is_c_contiguous``: the kernel then reads it as one, with no strides."""
+    if not isinstance(array, types.Array):
+        return None
+    c_type = array.copy(layout="C")
+
+    def codegen(context, builder, signature, args):
+        from numba.core.imputils import impl_ret_borrowed
+
+        return impl_ret_borrowed(context, builder, c_type, args[0])
+
+    return c_type(array), codegen

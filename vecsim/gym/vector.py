@@ -287,7 +287,7 @@ class VecsimVectorEnv(VectorEnv):
             if self._kernel_mode == SAME_STEP and eng.has_final.any():
                 self._add_final_obs(info)
             return obs, rewards, terminals, truncations, info
-        acts = eng.coerce_actions(actions)
+        acts = eng.quick_actions(actions)
         if self._kernel_mode == SAME_STEP and self._rich_info:
             info = self._same_step_with_info(acts)
         else:

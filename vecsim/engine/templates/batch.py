@@ -55,8 +55,10 @@ from vecsim.engine.fusion import (all_legal_for, finish_step, pre_step_draft_run
                                   step_run_and_write)
 from vecsim.engine.packed_masks import mask_allows
 from vecsim.engine.threads import parallel_threads
-from vecsim.engine.views import (address_of, c_array_at, c_distinct_array_at, f_array_at, f_distinct_array_at,
-                                 overlaps)
+from vecsim.engine.step_status import (ALIASED_ARRAY, BAD_ACTION, BAD_SHAPE, FINISHED_ENV, ILLEGAL_ACTION,
+                                       NOT_CARRAY, OK, step_status)
+from vecsim.engine.views import (address_of, as_c_layout, c_array_at, c_distinct_array_at, f_array_at,
+                                 f_distinct_array_at, is_c_contiguous, overlaps)
 from vecsim.core.rng import seed_env
 from vecsim.core.bits import ctz
 from vecsim.core.telemetry import TelemetryRing  # TELEMETRY ONLY
@@ -70,7 +72,6 @@ OPTS_PARALLEL = kernel_options("PRECISION", True)
 PARALLEL_serial, PARALLEL_parallel = False, True  # the kernel's own kind, a compile-time constant
 
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
-OK, BAD_ACTION, FINISHED_ENV, ILLEGAL_ACTION, ALIASED_ARRAY = 0, 1, 2, 3, 4
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)  # a word compared with an int64 0 is compared in float64 (docs/numba-workarounds.md)
 _GATHER_BITS = np.uint64(0x0102040810204080)  # byte j's bit 0 -> bit 56 + j
@@ -184,11 +185,18 @@ def _thread_share(n):
 
 
 @njit(**OPTS_MODE)
-def step_MODE(mode, max_steps, actions, step_table):
-    """Step every env; returns (status, value). status is OK, BAD_ACTION, FINISHED_ENV,
-    ILLEGAL_ACTION or ALIASED_ARRAY; value is the offending env's index (with ALIASED_ARRAY:
-    the row of the table whose array shares memory with ``actions``; nothing was stepped), or
-    with OK in NO_RESET mode the number of envs that finished (their bits are in ``done_words``).
+def step_MODE(mode, max_steps, given_actions, step_table_at):
+    """Step every env; returns one int64: with OK, 0, or in NO_RESET mode the number of envs
+    that finished (their bits are in ``done_words``); otherwise ``-(8 * value + status)``
+    (``step_status``), status being BAD_ACTION, FINISHED_ENV, ILLEGAL_ACTION, ALIASED_ARRAY,
+    BAD_SHAPE or NOT_CARRAY and value the offending env's index (with ALIASED_ARRAY: the row
+    of the table whose array shares memory with the actions; with BAD_SHAPE and NOT_CARRAY:
+    0). Nothing is written before a refusal.
+
+    ``step_table_at`` is the address of the step table (an int64 is cheaper to pass from
+    Python than an array). ``given_actions`` is typed with any layout (``Engine`` calls the compiled function
+    directly, after checking only its type, dtype and ``ndim``): its row count and its
+    C-contiguity and alignment are checked here, and the rest of the kernel reads a C view.
 
     The step loop has no reset branch: envs are stepped in one branch-free pass and the few
     that must reset are fixed up in a later pass, so it vectorises. LLVM vectorises it only
@@ -199,16 +207,22 @@ def step_MODE(mode, max_steps, actions, step_table):
     the check pass for that reason; tests/test_vectorised.py guards the serial and parallel
     loops of CartPole, Pendulum and the MountainCars).
     """
+    # step_table = TABLE step_table AT step_table_at
     # VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS, TELEMETRY_VIEWS
+    if given_actions.shape[0] != elapsed.shape[0]:
+        return -BAD_SHAPE
+    if not is_c_contiguous(given_actions):
+        return -NOT_CARRAY
+    actions = as_c_layout(given_actions)
     # aliased = FIRST VIEW OF step_table OVERLAPPING actions
     if aliased >= 0:
-        return ALIASED_ARRAY, aliased
+        return step_status(ALIASED_ARRAY, aliased)
     n = elapsed.shape[0]
     needs_reset = needs_pad[:n]
     needs_u64 = needs_pad.view(np.uint64)
     status, index, nfinished = _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, P)
     if status != OK:
-        return status, index
+        return step_status(status, index)
     was_u64 = was_done.view(np.uint64)
     resets_in_runs = PARALLEL_MODE and RESETS_IN_RUNS  # a parallel kernel resets inside its runs
     if mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0 and not resets_in_runs:
@@ -275,7 +289,7 @@ def step_MODE(mode, max_steps, actions, step_table):
         # MountainCar, Acrobot) is nearly every step. (The serial kernel keeps its plain
         # loop: this early return makes LLVM lay out a serial kernel worse.)
         if PARALLEL_MODE and nfinished == 0:
-            return OK, -1
+            return OK
         for w in prange(was_u64.shape[0]):
             due = was_u64[w]  # as in the pre-step reset pass above
             while due != _ZERO:
@@ -303,8 +317,8 @@ def step_MODE(mode, max_steps, actions, step_table):
                 word |= ((v * _GATHER_BITS) >> _S56) << np.uint64(8 * k)
                 ndone += (v * _SUM_BYTES) >> _S56
             done_words[w] = word
-        return OK, np.int64(ndone)
-    return OK, -1
+        return np.int64(ndone)
+    return OK
 
 
 @njit(**OPTS_MODE)
