@@ -146,6 +146,7 @@ class State(NamedTuple):
     scratch_rows: np.ndarray  # (N, 24) uint16 scratch board for policies evaluating afterstates
     scratch_feat: np.ndarray  # (N, 17) int16 scratch features for policies
     scratch_cols: np.ndarray  # (N, 96) int64 scratch for policies: column bitboards and their feature terms
+    pose_only: np.ndarray  # (N,) bool the last step moved the piece and changed nothing else (write_obs_changes)
 
 
 def prepare_params(given: dict) -> dict:
@@ -195,6 +196,7 @@ def allocate_state(num_envs: int, float_dtype, params=None) -> State:
         cost=placed.full((n, a), -1, np.int16), plan_bits=placed.zeros((n, _planner.SCRATCH if reach else 0), np.int16),
         plan_rows=placed.zeros((n, 2 if reach else 0), np.int64), scratch_rows=placed.zeros((n, H), np.uint16),
         scratch_feat=placed.zeros((n, N_FEATURES), np.int16), scratch_cols=placed.zeros((n, SCRATCH_COLS), np.int64),
+        pose_only=placed.zeros(n, np.bool_),
     )
     return state
 
@@ -258,6 +260,7 @@ def reset_env(s, p, i, rng):
     board_features(s.rows, i, s.feat)
     s.feat[i, N_FEATURES - 2] = 0
     s.feat[i, N_FEATURES - 1] = 0
+    s.pose_only[i] = False
 
 
 @exact(inline="always")
@@ -306,6 +309,7 @@ def _can_hold(s, p, i):
 def step_env(s, p, i, actions, events, rng, telemetry=None):
     for k in range(len(EVENTS)):
         events[i, k] = 0
+    s.pose_only[i] = False  # until a primitive input moves the piece without a lock
     a = np.int64(actions[i])
     mode = np.int64(param(p.action_mode, i))
     # The colour rows a lock of a later env would write: in a large batch they are out of
@@ -332,6 +336,7 @@ def step_env(s, p, i, actions, events, rng, telemetry=None):
         s.y[i] = y
         s.x[i] = x
         if not locked:
+            s.pose_only[i] = True
             return 0.0, False
     else:
         half = N_DROP if mode == DROP else N_POSES
@@ -368,11 +373,26 @@ def step_env(s, p, i, actions, events, rng, telemetry=None):
 # the work. Only write_obs is: inlining step_env or write_mask into a prange body makes the
 # parallel kernel's results differ from the serial kernel's (see docs/numba-workarounds.md).
 @exact(inline="always")
-def write_obs(s, p, i, obs):
+def _write_pose(s, i, obs):
     obs[i, 0] = s.piece[i]
     obs[i, 1] = s.rot[i]
     obs[i, 2] = s.y[i]
     obs[i, 3] = s.x[i]
+
+
+@exact(inline="always")
+def write_obs_changes(s, p, i, obs):
+    """What env ``i``'s last step changed of its observation, ``obs[i]`` holding the one before
+    it: the piece's pose where the step only moved it (most primitive steps), else everything."""
+    if s.pose_only[i]:
+        _write_pose(s, i, obs)
+    else:
+        write_obs(s, p, i, obs)
+
+
+@exact(inline="always")
+def write_obs(s, p, i, obs):
+    _write_pose(s, i, obs)
     o = 4
     # Four board rows a load, their 40 cells in five whole-word stores (not two a row).
     for g in range(H // BOARD_ROWS_PER_LOAD):

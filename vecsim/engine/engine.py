@@ -448,6 +448,11 @@ class Engine:
         self._detached = None  # the outputs of the last step_mode_fresh, while the engine's buffers are behind
         self._packed = None  # packed_masks' buffer, made at its first call
         self._buffers_given = bool(buffers)
+        # Whether the step may write only what each env's step changed of its observation
+        # (0: obs holds the last step's observations), or must write them whole: 1 until a step
+        # has (after new arrays took the outputs), 2 always (the caller's buffers, which the
+        # caller may write into). See the template's step_table.
+        self._obs_stale = np.array([2 if buffers else 1], dtype=np.uint8)
         ring = self._adopt_buffers(buffers) if buffers else {}
         #: The telemetry rings and their reader (``vecsim.engine.telemetry.Telemetry``), or None.
         self.telemetry = None if not capacity else Telemetry(
@@ -472,7 +477,7 @@ class Engine:
                       ("has_final", self.has_final), ("final_obs", self.final_obs), ("elapsed", self.elapsed),
                       ("rng", self.rng), ("params", P), ("events", self.events), ("masks", self.masks),
                       ("was_done", self._was_pad), ("acts32", self._acts32),
-                      ("done_words", self._done_mask.words)) + named_state
+                      ("done_words", self._done_mask.words), ("obs_stale", self._obs_stale)) + named_state
         if self.telemetry is not None:
             step_named += (("telemetry_records", self.telemetry.records), ("telemetry_written", self.telemetry.written))
         reset_named = (("seeds", self._seeds), ("obs", self.obs), ("rewards", self.rewards),
@@ -983,10 +988,15 @@ class Engine:
         self._forget_done()
         table = self._fresh_table
         self._point_outputs(table, *out)
-        if self.kernel_chooser is None:
-            status, index = self._step_kernel(mode, self._max_steps, acts, table)
-        else:
-            status, index = self._timed_step(mode, acts, table)
+        # The new arrays get whole observations, and the engine's own are a step behind after.
+        self._obs_stale[0] = max(self._obs_stale[0], 1)
+        try:
+            if self.kernel_chooser is None:
+                status, index = self._step_kernel(mode, self._max_steps, acts, table)
+            else:
+                status, index = self._timed_step(mode, acts, table)
+        finally:
+            self._obs_stale[0] = max(self._obs_stale[0], 1)
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = out
