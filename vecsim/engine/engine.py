@@ -867,6 +867,9 @@ class Engine:
         """Step every env, resetting on the next step the envs that finished (Gymnasium's NEXT_STEP).
 
         Returns views ``(obs, rewards, terminals, truncations)`` overwritten by the next call.
+        The next call updates ``obs`` in place, rewriting only what each env's step changed
+        where the game has a ``write_obs_changes``: a caller that writes into ``obs`` calls
+        ``refresh`` before stepping again (as after writing ``state``).
         """
         entry = self._fast_step
         if (entry is not None and type(actions) is _NDARRAY and actions.dtype is self._act_dtype
