@@ -1,5 +1,6 @@
 """A step kernel of runs writes only what each env's step changed of its observation
-(``write_obs_changes``: Tetris writes the piece's pose after a move without a lock) while the
+(``write_obs_changes``: Tetris writes the piece's pose after a move, the pieces after a hold,
+the piece's board rows and the features after a lock without a line clear) while the
 engine's observation buffer holds the last step's observations, and whole observations where
 it may not: into ``step_mode_fresh``'s new arrays, into the engine's buffer after such a step,
 into a caller's buffers. Every observation must equal the whole write's, step after step."""
@@ -33,13 +34,13 @@ def _actions(step):
 @pytest.mark.parametrize("parallel", [False, True])
 def test_steps_write_the_observations_a_whole_write_gives(parallel):
     eng, twin = _pair(parallel)
-    moved_only = 0
+    changes = np.zeros(4, np.int64)  # steps by what they changed: pose, pieces, lock, all
     for t in range(STEPS):
         obs, _, _, _ = eng.step(_actions(t))
         want, _, _, _ = twin.step_mode_fresh(NEXT_STEP, _actions(t))
         np.testing.assert_array_equal(obs, want, err_msg=f"step {t}")
-        moved_only += int(eng.state.pose_only.sum())
-    assert moved_only > STEPS * N // 2  # most steps wrote the pose only
+        changes += np.bincount(eng.state.obs_change, minlength=4)
+    assert changes[0] > STEPS * N // 2 and changes[1:].min() > 0  # most steps wrote the pose only
     before = eng.obs.copy()
     eng.refresh()  # every observation rewritten whole from the state
     np.testing.assert_array_equal(eng.obs, before)
@@ -108,3 +109,20 @@ def test_telemetry_batches_write_the_same_observations():
         obs, _, _, _ = eng.step(_actions(t))
         want, _, _, _ = twin.step_mode_fresh(NEXT_STEP, _actions(t))
         np.testing.assert_array_equal(obs, want, err_msg=f"step {t}")
+
+
+def test_state_written_outside_a_step_makes_the_next_step_write_whole():
+    """After a kernel of the caller's (or the episode collector's) changed the state,
+    ``state_written`` makes the next step rewrite every observation from it."""
+    eng = vecsim.make("Tetris-v0", N, action_mode="primitive")
+    eng.reset(seed=11)
+    for t in range(5):
+        eng.step(_actions(t))
+    eng.state.rows[:, -1] |= 0b1  # a filled cell in every bottom row, written directly
+    eng.state.cells[:, -1, 0] = 1
+    eng.state_written()
+    obs, _, _, _ = eng.step(np.zeros(N, np.int64))  # noop: most envs only move their piece
+    got = obs.copy()
+    eng.refresh()
+    np.testing.assert_array_equal(got, eng.obs)
+    assert (got[:, 4 + 23 * 10] == 1).all()

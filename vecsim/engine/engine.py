@@ -992,14 +992,14 @@ class Engine:
         table = self._fresh_table
         self._point_outputs(table, *out)
         # The new arrays get whole observations, and the engine's own are a step behind after.
-        self._obs_stale[0] = max(self._obs_stale[0], 1)
+        self.state_written()
         try:
             if self.kernel_chooser is None:
                 status, index = self._step_kernel(mode, self._max_steps, acts, table)
             else:
                 status, index = self._timed_step(mode, acts, table)
         finally:
-            self._obs_stale[0] = max(self._obs_stale[0], 1)
+            self.state_written()
         if status:
             self._raise_step_error(status, index, acts)
         self._detached = out
@@ -1023,6 +1023,12 @@ class Engine:
         generated it from ``vecsim/engine/templates/batch.py`` for this game, precision and
         batch (``vecsim kernels GAME`` prints it): what Numba compiles, and caches."""
         return pathlib.Path(self._kernels.__file__).read_text()
+
+    def state_written(self) -> None:
+        """Say that ``state`` changed outside the engine's steps (a kernel of the caller's, the
+        episode collector's): the next step writes every observation whole rather than only
+        what each env's step changed. ``refresh`` instead also rewrites them now."""
+        self._obs_stale[0] = max(self._obs_stale[0], 1)
 
     def refresh(self) -> None:
         """Recompute observations and masks after writing ``state`` directly."""
