@@ -269,6 +269,7 @@ def reset_env(s, p, i, rng):
     s.feat[i, N_FEATURES - 2] = 0
     s.feat[i, N_FEATURES - 1] = 0
     s.obs_change[i] = OBS_ALL
+    s.lock_row[i] = 0  # a reset leaves nothing of the last episode in the state
 
 
 @exact(inline="always")
