@@ -48,14 +48,13 @@ def apply_input(rows, i, t, r, y, x, u, gravity, kicks):
     piece locks there. This is the single definition of the movement model: the game's
     primitive step and the planner both call it.
     """
-    was_resting = blocked(rows, i, t, r, y + 1, x)
-    r0, y0, x0 = r, y, x
     if u == SOFT_DROP:
-        if was_resting:
+        if blocked(rows, i, t, r, y + 1, x):
             return r, y, x, True
         return r, y + 1, x, False
     if u == HARD_DROP:
         return r, drop_row(rows, i, t, r, y, x), x, True
+    r0, y0, x0 = r, y, x
     if u == LEFT:
         if not blocked(rows, i, t, r, y, x - 1):
             x -= 1
@@ -66,18 +65,22 @@ def apply_input(rows, i, t, r, y, x, u, gravity, kicks):
         r, y, x = rotate(rows, i, t, r, y, x, 0, kicks)
     elif u == ROTATE_CCW:
         r, y, x = rotate(rows, i, t, r, y, x, 1, kicks)
-    moved = 0
-    if gravity > 0:
-        # A piece the input left where it was rests as it did before the input.
+    if gravity == 0:
+        return r, y, x, False
+    if blocked(rows, i, t, r, y + 1, x):
+        # Resting after the input: it locks if it rested before it too (the same test where
+        # the input left it in place). Only here is the resting test before the input needed.
         unmoved = r == r0 and y == y0 and x == x0
-        resting = was_resting if unmoved else blocked(rows, i, t, r, y + 1, x)
-        while not resting:
-            y += 1
-            moved += 1
-            if moved == gravity:
-                break
-            resting = blocked(rows, i, t, r, y + 1, x)
-    return r, y, x, gravity > 0 and moved == 0 and was_resting
+        return r, y, x, unmoved or blocked(rows, i, t, r0, y0 + 1, x0)
+    moved = 0
+    resting = False
+    while not resting:
+        y += 1
+        moved += 1
+        if moved == gravity:
+            break
+        resting = blocked(rows, i, t, r, y + 1, x)
+    return r, y, x, False
 
 
 @exact

@@ -90,6 +90,13 @@ PRIMITIVE_MOVES = ((1 << N_PRIMITIVE) - 1) & ~(1 << _planner.HOLD)
 N_DROP = 40
 #: How many envs ahead a step prefetches the colour rows a lock would write (step_env).
 PREFETCH_ENVS_AHEAD = 4
+#: What a step changed of the observation (``State.obs_change``, ``write_obs_changes``): the
+#: piece's pose; also the hold and the queue (a hold); also the features and the board's rows
+#: of the locked piece (a lock without a line clear); everything.
+OBS_POSE, OBS_PIECES, OBS_LOCK, OBS_ALL = range(4)
+#: Where the board and the features start in an observation row (after the pose's 4 bytes).
+OBS_BOARD = 4
+OBS_FEATURES = OBS_BOARD + H * W
 SCRATCH_COLS = 96  # int64 words of State.scratch_cols per env
 CHOICES = {
     "action_mode": ACTION_MODES,
@@ -146,6 +153,8 @@ class State(NamedTuple):
     scratch_rows: np.ndarray  # (N, 24) uint16 scratch board for policies evaluating afterstates
     scratch_feat: np.ndarray  # (N, 17) int16 scratch features for policies
     scratch_cols: np.ndarray  # (N, 96) int64 scratch for policies: column bitboards and their feature terms
+    obs_change: np.ndarray  # (N,) int8 what the last step changed of the observation: OBS_POSE .. OBS_ALL
+    lock_row: np.ndarray  # (N,) int8 the top row of the piece the last step locked (OBS_LOCK)
 
 
 def prepare_params(given: dict) -> dict:
@@ -195,6 +204,7 @@ def allocate_state(num_envs: int, float_dtype, params=None) -> State:
         cost=placed.full((n, a), -1, np.int16), plan_bits=placed.zeros((n, _planner.SCRATCH if reach else 0), np.int16),
         plan_rows=placed.zeros((n, 2 if reach else 0), np.int64), scratch_rows=placed.zeros((n, H), np.uint16),
         scratch_feat=placed.zeros((n, N_FEATURES), np.int16), scratch_cols=placed.zeros((n, SCRATCH_COLS), np.int64),
+        obs_change=placed.full(n, OBS_ALL, np.int8), lock_row=placed.zeros(n, np.int8),
     )
     return state
 
@@ -258,12 +268,17 @@ def reset_env(s, p, i, rng):
     board_features(s.rows, i, s.feat)
     s.feat[i, N_FEATURES - 2] = 0
     s.feat[i, N_FEATURES - 1] = 0
+    s.obs_change[i] = OBS_ALL
+    s.lock_row[i] = 0  # a reset leaves nothing of the last episode in the state
 
 
 @exact(inline="always")
 def _lock_and_spawn(s, p, i, t, r, y, x, events, rng, telemetry):
     """Lock the piece, score it, bring the next piece; returns (reward, terminated)."""
     lines = lock(s, i, t, r, y, x)
+    if lines == 0:  # the board changed in the piece's rows only
+        s.obs_change[i] = OBS_LOCK
+        s.lock_row[i] = y
     events[i, EV_LINES] = lines
     events[i, EV_PIECES] = 1
     stamp = step_stamp(telemetry, i)
@@ -306,6 +321,7 @@ def _can_hold(s, p, i):
 def step_env(s, p, i, actions, events, rng, telemetry=None):
     for k in range(len(EVENTS)):
         events[i, k] = 0
+    s.obs_change[i] = OBS_ALL  # until the step knows it changed less
     a = np.int64(actions[i])
     mode = np.int64(param(p.action_mode, i))
     # The colour rows a lock of a later env would write: in a large batch they are out of
@@ -317,6 +333,7 @@ def step_env(s, p, i, actions, events, rng, telemetry=None):
         if a == _planner.HOLD:
             if _can_hold(s, p, i):
                 events[i, EV_HOLDS] = 1
+                s.obs_change[i] = OBS_PIECES
                 ok = do_hold(s, i, rng, use_bag)
                 _report_spawn(s, i, ok, telemetry)
                 if not ok:
@@ -332,6 +349,7 @@ def step_env(s, p, i, actions, events, rng, telemetry=None):
         s.y[i] = y
         s.x[i] = x
         if not locked:
+            s.obs_change[i] = OBS_POSE
             return 0.0, False
     else:
         half = N_DROP if mode == DROP else N_POSES
@@ -368,24 +386,60 @@ def step_env(s, p, i, actions, events, rng, telemetry=None):
 # the work. Only write_obs is: inlining step_env or write_mask into a prange body makes the
 # parallel kernel's results differ from the serial kernel's (see docs/numba-workarounds.md).
 @exact(inline="always")
-def write_obs(s, p, i, obs):
+def _write_pose(s, i, obs):
     obs[i, 0] = s.piece[i]
     obs[i, 1] = s.rot[i]
     obs[i, 2] = s.y[i]
     obs[i, 3] = s.x[i]
-    o = 4
-    # Four board rows a load, their 40 cells in five whole-word stores (not two a row).
-    for g in range(H // BOARD_ROWS_PER_LOAD):
-        put_cells(obs, i, o, packed_rows(load_word(s.rows, i, g * BOARD_ROWS_PER_LOAD)), BOARD_ROWS_PER_LOAD * W)
-        o += BOARD_ROWS_PER_LOAD * W
+
+
+@exact(inline="always")
+def write_obs_changes(s, p, i, obs):
+    """What env ``i``'s last step changed of its observation (``State.obs_change``), ``obs[i]``
+    holding the one before it: most primitive steps only move the piece."""
+    change = s.obs_change[i]
+    if change == OBS_ALL:
+        write_obs(s, p, i, obs)
+        return
+    _write_pose(s, i, obs)
+    if change == OBS_POSE:
+        return
+    if change == OBS_LOCK:
+        _write_board_rows(s, i, obs, min(np.int64(s.lock_row[i]), H - BOARD_ROWS_PER_LOAD))
+        _write_features(s, i, obs)
+    _write_pieces(s, p, i, obs)
+
+
+@exact(inline="always")
+def _write_board_rows(s, i, obs, first):
+    """Board rows ``first`` .. ``first + 3``: their 40 cells in five whole-word stores."""
+    put_cells(obs, i, OBS_BOARD + first * W, packed_rows(load_word(s.rows, i, first)), BOARD_ROWS_PER_LOAD * W)
+
+
+@exact(inline="always")
+def _write_features(s, i, obs):
     for k in range(N_FEATURES):
-        obs[i, o + k] = min(np.int64(s.feat[i, k]), 255)
-    o += N_FEATURES
+        obs[i, OBS_FEATURES + k] = min(np.int64(s.feat[i, k]), 255)
+
+
+@exact(inline="always")
+def _write_pieces(s, p, i, obs):
+    """The held piece (with hold on) and the visible queue."""
+    o = OBS_FEATURES + N_FEATURES
     if param(p.hold, i) > 0:
         obs[i, o] = s.hold[i]
         o += 1
     for k in range(np.int64(param(p.queue, i))):
         obs[i, o + k] = s.queue[i, k]
+
+
+@exact(inline="always")
+def write_obs(s, p, i, obs):
+    _write_pose(s, i, obs)
+    for g in range(H // BOARD_ROWS_PER_LOAD):  # four board rows a load, not two stores a row
+        _write_board_rows(s, i, obs, g * BOARD_ROWS_PER_LOAD)
+    _write_features(s, i, obs)
+    _write_pieces(s, p, i, obs)
 
 
 @exact(inline="always")

@@ -510,6 +510,7 @@ class EpisodeCollector:
     def _run_jitted(self, slots: _Slots, first_job: int):
         """Play jobs ``first_job ..`` into ``slots`` in one kernel call with the in-kernel policy."""
         eng, out, n = self.engine, slots.batch, slots.n
+        eng.state_written()  # the kernel steps the engine's state in its own order
         masks_out = out.action_masks if out.action_masks is not None else _NO_MASKS
         bad = np.zeros((self.num_workers, 2), dtype=np.int64)
         args = (out.seeds, self.max_steps, eng.max_steps_for_kernels, out.observations, out.actions, out.rewards, out.dones,
@@ -543,6 +544,7 @@ class EpisodeCollector:
             yield from self._run_jitted(slots, first_job)
             return
         eng, out, n, w = self.engine, slots.batch, slots.n, self.num_workers
+        eng.state_written()  # the kernels step the engine's state in their own order
         ctl = self._ctl
         ctl[:] = 0
         self._job_of.fill(-1)

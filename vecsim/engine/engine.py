@@ -449,6 +449,11 @@ class Engine:
         self._detached = None  # the outputs of the last step_mode_fresh, while the engine's buffers are behind
         self._packed = None  # packed_masks' buffer, made at its first call
         self._buffers_given = bool(buffers)
+        # Whether the step may write only what each env's step changed of its observation
+        # (0: obs holds the last step's observations), or must write them whole: 1 until a step
+        # has (after new arrays took the outputs), 2 always (the caller's buffers, which the
+        # caller may write into). See the template's step_table.
+        self._obs_stale = np.array([2 if buffers else 1], dtype=np.uint8)
         ring = self._adopt_buffers(buffers) if buffers else {}
         #: The telemetry rings and their reader (``vecsim.engine.telemetry.Telemetry``), or None.
         self.telemetry = None if not capacity else Telemetry(
@@ -473,7 +478,7 @@ class Engine:
                       ("has_final", self.has_final), ("final_obs", self.final_obs), ("elapsed", self.elapsed),
                       ("rng", self.rng), ("params", P), ("events", self.events), ("masks", self.masks),
                       ("was_done", self._was_pad), ("acts32", self._acts32),
-                      ("done_words", self._done_mask.words)) + named_state
+                      ("done_words", self._done_mask.words), ("obs_stale", self._obs_stale)) + named_state
         if self.telemetry is not None:
             step_named += (("telemetry_records", self.telemetry.records), ("telemetry_written", self.telemetry.written))
         reset_named = (("seeds", self._seeds), ("obs", self.obs), ("rewards", self.rewards),
@@ -916,6 +921,9 @@ class Engine:
         """Step every env, resetting on the next step the envs that finished (Gymnasium's NEXT_STEP).
 
         Returns views ``(obs, rewards, terminals, truncations)`` overwritten by the next call.
+        The next call updates ``obs`` in place, rewriting only what each env's step changed
+        where the game has a ``write_obs_changes``: a caller that writes into ``obs`` calls
+        ``refresh`` before stepping again (as after writing ``state``).
         """
         entry = self._fast_step
         if (entry is not None and type(actions) is _NDARRAY and actions.dtype is self._act_dtype
@@ -1041,10 +1049,15 @@ class Engine:
         table = self._fresh_table_at
         self._point_outputs(self._fresh_table, *out)
         self._fast_step = self._fast_no_reset = None  # they would leave the outputs detached
-        if self.kernel_chooser is None:
-            value = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, table)
-        else:
-            value = self._timed_step(mode, acts, table)
+        # The new arrays get whole observations, and the engine's own are a step behind after.
+        self.state_written()
+        try:
+            if self.kernel_chooser is None:
+                value = (self._step_entry or self._bind_step())(mode, self._max_steps, acts, table)
+            else:
+                value = self._timed_step(mode, acts, table)
+        finally:
+            self.state_written()
         if value < 0:
             self._after_refusal(mode, value, acts, table)
         self._detached = out
@@ -1068,6 +1081,12 @@ class Engine:
         generated it from ``vecsim/engine/templates/batch.py`` for this game, precision and
         batch (``vecsim kernels GAME`` prints it): what Numba compiles, and caches."""
         return pathlib.Path(self._kernels.__file__).read_text()
+
+    def state_written(self) -> None:
+        """Say that ``state`` changed outside the engine's steps (a kernel of the caller's, the
+        episode collector's): the next step writes every observation whole rather than only
+        what each env's step changed. ``refresh`` instead also rewrites them now."""
+        self._obs_stale[0] = max(self._obs_stale[0], 1)
 
     def refresh(self) -> None:
         """Recompute observations and masks after writing ``state`` directly."""

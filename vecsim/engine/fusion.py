@@ -71,6 +71,13 @@ def step_parts(game_module, step_name: str, precision: str, mask_name: str = "wr
         return _FUSED[key]
 
 
+def obs_changes_writer(game_module):
+    """The game's ``write_obs_changes(s, p, i, obs)`` (what env ``i``'s last step changed of its
+    observation, ``obs[i]`` holding the observation before that step), or its ``write_obs``
+    for a game without one."""
+    return getattr(game_module, "write_obs_changes", game_module.write_obs)
+
+
 @njit(**EXACT_OPTIONS)
 def all_legal(i, masks):
     """Env ``i``'s mask all True: the mask of an env whose episode has terminated, in every
@@ -157,7 +164,13 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
 
             refused = _refusal(game_module, opts) if flag_invalid else _never_refused
             if telemetry:
-                fused = njit(**opts)(_named_for(key)(_step_with_ring(step, write_obs, mask, refused, fill)))
+                whole = njit(**dict(opts, inline="always"))(
+                    _named_for(key)(_step_with_ring(step, write_obs, write_obs, mask, refused, fill)))
+
+                @njit(**opts)
+                @_named_for(key)
+                def fused(s, p, i, actions, events, rng, obs, masks, ring):
+                    return whole(s, p, i, actions, events, rng, obs, True, masks, ring)
             elif _has_mask(game_module, mask_name):
                 @njit(**opts)
                 @_named_for(key)
@@ -233,10 +246,12 @@ def finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc,
 def step_run_and_write(game_module, step_name: str, precision: str, mask_name: str = "write_mask",
                        flag_invalid: bool = False, telemetry: bool = False):
     """The njit function ``f(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs,
-    masks, elapsed, rewards, term, trunc, needs_reset, was_done)`` of a game: one step of each
-    env ``lo <= i < hi`` as the step kernels make it (the game's step, ``write_obs``,
+    whole_obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done)`` of a game: one
+    step of each env ``lo <= i < hi`` as the step kernels make it (the game's step, ``write_obs``,
     ``write_mask``, then the step count, reward and flags), skipping the envs with
-    ``was_done[i]`` when ``skip_due``.
+    ``was_done[i]`` when ``skip_due``. Without ``whole_obs`` (``obs`` holds every env's
+    observation before the step) the game's ``write_obs_changes`` writes the observation
+    instead of ``write_obs``, where the game has one (``obs_writers``).
 
     The kernels of a game with ``KernelHints.envs_per_call > 1`` call it once per run of that many envs
     instead of calling ``step_and_write`` once per env: the ``State`` arrays are passed once
@@ -256,10 +271,12 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
             opts = dict(kernel_options(precision, False), cache=False)
             refused = _refusal(game_module, opts) if flag_invalid else _never_refused
 
+            write_changes = obs_changes_writer(game_module)
+
             @njit(**opts)
             @_named_for(key)
-            def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, masks, elapsed, rewards, term,
-                    trunc, needs_reset, was_done):
+            def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, whole_obs, masks, elapsed, rewards,
+                    term, trunc, needs_reset, was_done):
                 for i in range(lo, hi):
                     if skip_due and was_done[i]:
                         continue
@@ -267,7 +284,10 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
                         reward, terminated = 0.0, False
                     else:
                         reward, terminated = step(s, p, i, actions, events, rng)  # as step_and_write
-                    write_obs(s, p, i, obs)
+                    if whole_obs:
+                        write_obs(s, p, i, obs)
+                    else:
+                        write_changes(s, p, i, obs)
                     if terminated:
                         fill(s, p, i, masks)  # a no-op for a game without masks (masks has no columns)
                     else:
@@ -278,16 +298,21 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
         return _FUSED[key]
 
 
-def _step_with_ring(step, write_obs, mask, refused, fill):
-    """The Python function ``f(s, p, i, actions, events, rng, obs, masks, ring)`` of
+def _step_with_ring(step, write_obs, write_changes, mask, refused, fill):
+    """The Python function ``f(s, p, i, actions, events, rng, obs, whole_obs, masks, ring)`` of
     ``step_and_write`` for a batch with a telemetry ring, to be compiled by the caller: the
-    masked form (a game with telemetry is not one whose step loop vectorises)."""
-    def fused(s, p, i, actions, events, rng, obs, masks, ring):
+    masked form (a game with telemetry is not one whose step loop vectorises); the observation
+    written by ``write_obs`` where ``whole_obs``, else by ``write_changes`` (as
+    ``step_run_and_write``)."""
+    def fused(s, p, i, actions, events, rng, obs, whole_obs, masks, ring):
         if refused(s, p, i, actions, events, masks):
             reward, terminated = 0.0, False
         else:
             reward, terminated = step(s, p, i, actions, events, rng, ring)
-        write_obs(s, p, i, obs)
+        if whole_obs:
+            write_obs(s, p, i, obs)
+        else:
+            write_changes(s, p, i, obs)
         if terminated:
             fill(s, p, i, masks)
         else:
@@ -308,15 +333,17 @@ def _step_run_with_telemetry(game_module, step_name: str, precision: str, mask_n
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
             refused = _refusal(game_module, opts) if flag_invalid else _never_refused
-            one = njit(**dict(opts, inline="always"))(_named_for(key)(_step_with_ring(step, write_obs, mask, refused, fill)))
+            changes = obs_changes_writer(game_module)
+            one = njit(**dict(opts, inline="always"))(
+                _named_for(key)(_step_with_ring(step, write_obs, changes, mask, refused, fill)))
 
             @njit(**opts)
             @_named_for(key)
-            def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, masks, elapsed, rewards, term,
-                    trunc, needs_reset, was_done, ring):
+            def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, whole_obs, masks, elapsed, rewards,
+                    term, trunc, needs_reset, was_done, ring):
                 for i in range(lo, hi):
                     if not (skip_due and was_done[i]):
-                        reward, terminated = one(s, p, i, actions, events, rng, obs, masks, ring)
+                        reward, terminated = one(s, p, i, actions, events, rng, obs, whole_obs, masks, ring)
                         finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
 
             _FUSED[key] = run

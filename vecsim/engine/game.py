@@ -36,6 +36,10 @@ Optional, with the default this reader gives:
 ``action_ok(p, actions, i)``   derived from the action space: ``0 <= a < n``, or every component
                                finite
 ``write_mask(s, p, i, masks)`` none: every action is always legal (no mask)
+``write_obs_changes``          ``write_obs``: ``(s, p, i, obs)``, what env ``i``'s last step
+                               changed of its observation, ``obs[i]`` holding the one before;
+                               the run step kernels call it while the engine's buffer is current
+                               (``vecsim.engine.fusion.step_run_and_write``)
 ``write_mask_packed``,         none: ``Engine(mask_format="packed")`` is refused (the VectorEnv's
 ``all_legal_packed``           packed ``mask_format`` packs the bool masks). Both
                                ``(s, p, i, packed)``: env ``i``'s row of packed masks

@@ -40,6 +40,10 @@ Buffers (``N = num_envs``):
     acts32    (N,) int32: the checked discrete actions, narrowed for the step loops (an
               8-lane float32 loop over envs vectorises only if its integer loads are 32-bit
               too; with int64 actions LLVM picks 4 lanes). Unused for Box actions.
+    obs_stale (1,) uint8: 0 while ``obs`` holds every env's observation as the last step left
+              it (a run step then writes only what each env's step changed:
+              ``write_obs_changes``), 1 where it may not (set by the engine; a step clears it),
+              2 for buffers that are always written whole (the caller's)
     done_words ((N + 63) // 64,) uint64: after a NO_RESET step, bit i is env i's
               ``terminated | truncated`` (what ``StepResult.to_reset_mask`` returns)
     needs_u64 (8 * len(done_words),) uint64: the bytes of ``needs_reset`` and its zero padding
@@ -208,7 +212,7 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     loops of CartPole, Pendulum and the MountainCars).
     """
     # step_table = TABLE step_table AT step_table_at
-    # VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS, TELEMETRY_VIEWS
+    # VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, obs_stale, STATE_ARGS, TELEMETRY_VIEWS
     if given_actions.shape[0] != elapsed.shape[0]:
         return -BAD_SHAPE
     if not is_c_contiguous(given_actions):
@@ -262,6 +266,7 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     # Each call passes every State array: the serial kernel steps every env in one call, the
     # parallel one each thread's share of the envs in one call (_thread_share).
     run_length = RUN_SHARE_MODE
+    whole_obs = obs_stale[0] != 0
     for c in prange((n + run_length - 1) // run_length):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         lo = c * run_length
@@ -279,8 +284,10 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
                     _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final,
                                      obs, masks, obs, np.bool_(False))
         _step_run(s, p, lo, min(n, lo + run_length), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
-                  events, rng, obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done, TELEMETRY_RING)
+                  events, rng, obs, whole_obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done, TELEMETRY_RING)
     # STEP RUNS END
+    if obs_stale[0] == 1:  # every env's observation was written (a step or a reset): obs is current
+        obs_stale[0] = 0
     if mode == NEXT_STEP and not STEP_USES_RNG:
         # Envs that were due for reset were stepped from their final state above (a step
         # that draws nothing and touches only its own env); resetting them now leaves
@@ -382,7 +389,7 @@ def step_envs(words, max_steps, actions, step_table):
     does, ``(OK, -1)`` once stepped; nothing is stepped unless every action of the subset
     passes. ``max_steps`` -1: moves that belong to an earlier step (seats played out of the
     kernel), which leave the step count as it was and never truncate."""
-    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS, TELEMETRY_VIEWS
+    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, obs_stale, STATE_ARGS, TELEMETRY_VIEWS
     n = elapsed.shape[0]
     needs_reset = needs_pad[:n]
     for w in range(words.shape[0]):
@@ -429,7 +436,7 @@ def step_envs(words, max_steps, actions, step_table):
 def reset_same_step(words, step_table):
     """Reset the envs whose bit is set in ``words`` as a SAME_STEP step resets a finished env:
     its observation to ``final_obs``, its reward, flags and events kept, ``has_final`` set."""
-    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, STATE_ARGS, TELEMETRY_VIEWS
+    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, obs_stale, STATE_ARGS, TELEMETRY_VIEWS
     n = elapsed.shape[0]
     needs_reset = needs_pad[:n]
     for w in range(words.shape[0]):
