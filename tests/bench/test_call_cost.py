@@ -19,7 +19,8 @@ def test_it_prints_a_cost_per_call_for_every_path_and_batch_size(capsys):
 
 
 @pytest.mark.parametrize("argv, word", [(["--calls", "0"], "--calls"), (["--num-envs", "1", "-2"], "--num-envs"),
-                                        (["--paths", "reset"], "--paths")])
+                                        (["--paths", "reset"], "--paths"),
+                                        (["--game", "Nope-v0"], "--game: unknown game id 'Nope-v0'")])
 def test_it_refuses_bad_arguments_by_name(argv, word, capsys):
     with pytest.raises(SystemExit):
         call_cost.main(argv)

@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from vecsim.engine.registry import resolve
+
 GAME = "CartPole-v1"
 PATHS = ("step", "no_reset", "vector", "vector_no_copy")
 
@@ -94,6 +96,10 @@ def main(argv=None) -> int:
         for value in values if isinstance(values, list) else [values]:
             if value < 1:
                 parser.error(f"--{name.replace('_', '-')} must be at least 1, but got {value}")
+    try:
+        resolve(args.game)
+    except ValueError as error:
+        parser.error(f"--game: {error}")
     print(f"per-thread CPU us per call, best of {args.repeats} x {args.calls} calls; "
           f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'unset')}, "
           f"load average {os.getloadavg()[0]:.2f}")

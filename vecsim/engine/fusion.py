@@ -251,7 +251,7 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
     ``write_mask``, then the step count, reward and flags), skipping the envs with
     ``was_done[i]`` when ``skip_due``. Without ``whole_obs`` (``obs`` holds every env's
     observation before the step) the game's ``write_obs_changes`` writes the observation
-    instead of ``write_obs``, where the game has one (``obs_writers``).
+    instead of ``write_obs``, where the game has one (``obs_changes_writer``).
 
     The kernels of a game with ``KernelHints.envs_per_call > 1`` call it once per run of that many envs
     instead of calling ``step_and_write`` once per env: the ``State`` arrays are passed once
