@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import traceback
@@ -321,11 +322,53 @@ def test_two_actor_threads_by_default_only_with_enough_envs_and_a_core_each(monk
         assert loop.num_actors == len(loop.actors) == expected
 
 
-def test_no_actor_thread_outlives_a_run():
-    with make(num_actors=3) as loop:
+def wait_until(condition, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return condition()
+
+
+def test_actors_play_ahead_between_runs_and_stop_at_close():
+    agent = LeanAgent()
+    T, capacity = 4, 2
+    with make(agent, num_envs=6, num_actors=3, steps_per_cycle=T, queue_capacity=capacity) as loop:
         loop.run(3)
-        assert actor_threads() == []
-    assert loop.closed
+        assert len(actor_threads()) == 3
+        # Each actor fills its queue and holds one more trajectory ready, then waits.
+        assert wait_until(lambda: all(len(q) == capacity for q in loop.queues))
+        time.sleep(0.2)
+        assert agent.acts == 3 * (3 + capacity + 1) * T
+        assert len(agent.learned) == 3
+        metrics = loop.run(2)
+        assert metrics.cycles == 2 and [b.cycle for b in agent.learned] == [0, 1, 2, 3, 4]
+    assert actor_threads() == [] and loop.closed
+
+
+def test_a_dropped_loop_stops_its_actors():
+    loop = make(num_actors=2)
+    loop.run(1)
+    assert len(actor_threads()) == 2
+    del loop
+    gc.collect()
+    assert wait_until(lambda: actor_threads() == [], seconds=5)
+
+
+@pytest.mark.parametrize("mode", ["pipelined", "synchronous"])
+def test_with_a_fixed_lag_short_runs_equal_one_long_run(mode):
+    def play(chunks):
+        agent = LeanAgent()
+        with make(agent, mode=mode, num_envs=6, num_actors=2, fixed_lag=1, seed=4) as loop:
+            versions = [loop.run(n).params_versions for n in chunks]
+        return agent.learned, np.concatenate(versions)
+
+    (whole, v_whole), (cut, v_cut) = play([6]), play([1, 2, 1, 2])
+    assert len(whole) == len(cut) == 6
+    for a, b in zip(whole, cut):
+        assert a.cycle == b.cycle
+        np.testing.assert_array_equal(a.observations, b.observations)
+        np.testing.assert_array_equal(a.params_versions, b.params_versions)
+    np.testing.assert_array_equal(v_whole, v_cut)
 
 
 def test_with_a_fixed_lag_pipelined_learning_equals_synchronous_learning():

@@ -11,7 +11,9 @@ baseline networks both 5x200; with ``torch``, ``TorchPPO`` with one epoch of one
 same networks); ``minibatch``, the same agent's gradient step on a random minibatch of
 ``MINIBATCH_STEPS * num_envs`` samples of each batch (a learner that costs about what acting a
 cycle costs, NumPy only); ``none``, acting alone. Each cell is env steps per second of ``Pipeline.run`` over
-``cycles`` cycles, after a warm-up run; every round measures every configuration in turn, so
+``cycles`` cycles, after a warm-up run of the same loop (whose actor threads then play ahead, so
+the timed run is a long training run's steady state, without the wait for a first trajectory
+that only a loop's first run has); every round measures every configuration in turn, so
 that the load of other programs falls on both sides alike, and the table gives medians with
 the ratio per round, and the synchronous runs' milliseconds per cycle spent acting and
 learning. Nothing here changes torch's or BLAS's threads unless asked
@@ -92,7 +94,7 @@ def make_agent(impl: str, learner: str = "step", num_envs: int | None = None):
 def run_metrics(impl: str, num_envs: int, mode: str, num_actors: int, cycles: int,
                 steps_per_cycle: int = STEPS_PER_CYCLE, learner: str = "step"):
     """``(metrics, cores)``: the ``PipelineMetrics`` of ``Pipeline.run(cycles)`` after a warm-up
-    run of 2 cycles, and the cores the process got meanwhile (its CPU seconds, every thread's, per
+    run of 2 cycles of the same loop (pipelined, its actors have played ahead meanwhile), and the cores the process got meanwhile (its CPU seconds, every thread's, per
     wall-clock second: a pipelined run that gets no second core cannot overlap anything)."""
     from vecsim.pipeline import Pipeline
 
@@ -228,7 +230,8 @@ def describe(cycles: int, rounds: int, blas_threads, torch_threads) -> str:
             f"{MINIBATCH_STEPS} x num_envs samples of it, none = acting alone; ms per cycle acting and learning "
             f"from the synchronous runs; pipelined cores = the process's CPU seconds per second during the "
             f"pipelined runs, actors' and learner's cores = those of the actor threads and of the learner's thread "
-            f"(time.thread_time); env steps/s of Pipeline.run over {cycles} cycles, median of "
+            f"(time.thread_time); env steps/s of Pipeline.run over {cycles} cycles after a warm-up run of the same "
+            f"loop (the steady state of a long run), median of "
             f"{rounds} interleaved rounds. synchronous = mode='synchronous' with one engine over every env; pipelined "
             f"= actor threads over slices of the envs, the learner in the calling thread. BLAS threads: "
             f"{blas_threads or 'as they were'}; torch threads: {torch_threads or 'as they were'}.")

@@ -12,6 +12,9 @@ of cycle ``c - L`` (waiting for them if need be), so the run no longer depends o
 the GIL, and so do NumPy's matrix products and torch: while one actor steps its envs, another
 runs inference and the learner differentiates.
 
+The actor threads start with the first ``run`` and stop at ``close``; between runs they play
+ahead until their queues are full, so that short runs overlap as a long one does.
+
 The synchronous mode plays the same protocol in one thread (every actor's cycle, then the
 learner's update), deterministically: the baseline, and the path for debugging an agent.
 """
@@ -22,6 +25,7 @@ import dataclasses
 import os
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -122,34 +126,88 @@ def _positive_int(name: str, value) -> int:
     return int(value)
 
 
-class _ActorThread:
-    """An actor's thread: ``num_cycles`` cycles, each trajectory onto the actor's queue."""
+class _Control:
+    """What the actor threads share with the loop: the parameter schedule, the stop flag and
+    the first error. The threads hold this, never the ``Pipeline``, so that a loop its user
+    dropped without ``close`` is collected and its finalizer stops them."""
 
-    def __init__(self, pipeline: "Pipeline", actor: Actor, queue: TrajectoryQueue, num_cycles: int, first: int):
-        self.pipeline, self.actor, self.queue = pipeline, actor, queue
-        self.num_cycles, self.first = num_cycles, first
+    def __init__(self, params, fixed_lag: int | None, actors: list, queues: list):
+        self.stop = threading.Event()
+        self.slot = ParamSlot(params)
+        self.cycle_params = CycleParams(self.stop)
+        self.cycle_params.record(0, 0, params)
+        self.fixed_lag, self.actors, self.queues = fixed_lag, actors, queues
+        self.error: BaseException | None = None
+        self._error_lock = threading.Lock()
+
+    def params_for(self, cycle: int) -> tuple[int, object]:
+        if self.fixed_lag is None:
+            return self.slot.newest()
+        return self.cycle_params.wait(max(0, cycle - self.fixed_lag))
+
+    def fail(self, exc: BaseException) -> None:
+        with self._error_lock:
+            if self.error is None:
+                self.error = exc
+        self.request_stop()
+
+    def request_stop(self) -> None:
+        self.stop.set()
+        for actor in self.actors:
+            actor.stopping = True
+        for queue in self.queues:
+            queue.wake()
+        self.cycle_params.wake()
+
+
+class _ActorThread:
+    """An actor's thread: cycle after cycle from ``first``, each trajectory onto the actor's
+    queue, until the loop stops. It outlives a ``run``: between runs it plays ahead until its
+    queue is full, so that the next run starts with trajectories waiting."""
+
+    def __init__(self, control: _Control, actor: Actor, queue: TrajectoryQueue, first: int):
+        self.control, self.actor, self.queue, self.first = control, actor, queue, first
         self.wait_seconds = self.cpu_seconds = 0.0
         self.thread = threading.Thread(target=self._main, name=f"{THREAD_PREFIX}-{actor.index}", daemon=True)
+        self._clock = None
+
+    def start(self) -> None:
+        self.thread.start()
+        try:
+            self._clock = time.pthread_getcpuclockid(self.thread.ident)
+        except (AttributeError, OSError):  # no per-thread clocks here: ``cpu_seconds`` counts whole cycles
+            self._clock = None
+
+    def cpu_time(self) -> float:
+        """CPU seconds the thread has run (up to its last finished cycle where the platform
+        cannot read another thread's clock)."""
+        if self._clock is not None and self.thread.is_alive():
+            try:
+                return time.clock_gettime(self._clock)
+            except OSError:
+                pass
+        return self.cpu_seconds
 
     def _main(self) -> None:
-        pipeline, actor = self.pipeline, self.actor
+        control, actor = self.control, self.actor
         cycle = self.first
-        cpu = time.thread_time()
         try:
-            for cycle in range(self.first, self.first + self.num_cycles):
-                version, params = pipeline.params_for(cycle)
+            while True:
+                version, params = control.params_for(cycle)
                 batch = actor.play_cycle(params, version, cycle)
                 if batch is None:
                     return
+                self.cpu_seconds = time.thread_time()
                 self.wait_seconds += self.queue.put(batch)
+                cycle += 1
         except Stopped:
             pass
         except BaseException as exc:  # reported to the learner, which re-raises it
             exc.add_note(f"raised in actor {actor.index} of the pipeline (envs {actor.start}..{actor.stop - 1}), "
                          f"cycle {cycle}")
-            pipeline._fail(exc)
+            control.fail(exc)
         finally:
-            self.cpu_seconds = time.thread_time() - cpu
+            self.cpu_seconds = time.thread_time()
 
 
 class Pipeline:
@@ -196,7 +254,8 @@ class Pipeline:
         Keyword arguments of ``vecsim.make`` for every actor's engine (``precision``,
         ``max_episode_steps``, game constants such as Tetris's ``action_mode``).
 
-    Use it as a context manager, or call ``close``.
+    Use it as a context manager, or call ``close``: pipelined, the actor threads live from the
+    first ``run`` to ``close`` (a loop dropped without it stops them when it is collected).
     """
 
     def __init__(self, env_id: str, num_envs: int, agent, *, params, opt_state=None, num_actors: int | None = None,
@@ -228,19 +287,16 @@ class Pipeline:
         self.env_id, self.num_envs, self.num_actors = env_id, num_envs, num_actors
         self.agent, self.mode, self.updates_per_cycle = agent, mode, updates_per_cycle
         self.params, self.opt_state = params, opt_state
-        self.slot = ParamSlot(params)
         self.cycle = 0
-        self._stop = threading.Event()
-        self._cycle_params = CycleParams(self._stop)
-        self._cycle_params.record(0, 0, params)
-        self._error: BaseException | None = None
-        self._error_lock = threading.Lock()
+        self.actors: list[Actor] = []
+        self.queues: list[TrajectoryQueue] = []
+        self._control = _Control(params, self.fixed_lag, self.actors, self.queues)
+        self.slot, self._stop, self._cycle_params = self._control.slot, self._control.stop, self._control.cycle_params
         self._running = False
         self._closed = False
         self._state_lock = threading.Lock()
         self._threads: list[_ActorThread] = []
         bounds = np.linspace(0, num_envs, num_actors + 1).round().astype(int)
-        self.actors: list[Actor] = []
         try:
             for i in range(num_actors):
                 self.actors.append(Actor(i, env_id, int(bounds[i]), int(bounds[i + 1]), self.seed, agent,
@@ -248,7 +304,8 @@ class Pipeline:
         except BaseException:
             self._close_engines()
             raise
-        self.queues = [TrajectoryQueue(self.queue_capacity, self._stop) for _ in range(num_actors)]
+        self.queues.extend(TrajectoryQueue(self.queue_capacity, self._stop) for _ in range(num_actors))
+        weakref.finalize(self, self._control.request_stop)
 
     # -- the learner ------------------------------------------------------------------------
     def _updates(self, cycle: int) -> int:
@@ -280,23 +337,14 @@ class Pipeline:
         """``(version, params)`` an actor acts with in ``cycle``: the newest, or with a fixed
         lag ``L`` those of the start of cycle ``max(0, cycle - L)`` (waiting until the learner
         has them; ``Stopped`` if the loop stops meanwhile)."""
-        if self.fixed_lag is None:
-            return self.slot.newest()
-        return self._cycle_params.wait(max(0, cycle - self.fixed_lag))
+        return self._control.params_for(cycle)
 
-    def _fail(self, exc: BaseException) -> None:
-        with self._error_lock:
-            if self._error is None:
-                self._error = exc
-        self._request_stop()
+    @property
+    def _error(self) -> BaseException | None:
+        return self._control.error
 
     def _request_stop(self) -> None:
-        self._stop.set()
-        for actor in self.actors:
-            actor.stopping = True
-        for queue in self.queues:
-            queue.wake()
-        self._cycle_params.wake()
+        self._control.request_stop()
 
     def _next_batch(self) -> tuple[Batch | None, float]:
         """One trajectory from every actor's queue, joined; ``None`` once stopped. Re-raises an
@@ -317,12 +365,20 @@ class Pipeline:
     def run(self, num_cycles: int) -> PipelineMetrics:
         """Play and learn ``num_cycles`` cycles; return what happened.
 
-        Every actor plays ``num_cycles`` trajectories of ``steps_per_cycle`` steps, and the
-        learner learns from each cycle's batch. A later ``run`` goes on from there (envs,
-        actor states, parameters and optimiser state carry over). An exception in an actor or
-        in the learner stops every thread and is raised here (an actor's with its traceback,
-        and a note naming the actor). ``close`` from another thread stops the run: it returns
-        what was learned so far, with ``stopped`` set. No actor thread outlives the call.
+        The learner learns from ``num_cycles`` batches, each of ``steps_per_cycle`` steps of
+        every env. A later ``run`` goes on from there (envs, actor states, parameters and
+        optimiser state carry over). An exception in an actor or in the learner stops every
+        thread and is raised here (an actor's with its traceback, and a note naming the
+        actor). ``close`` from another thread stops the run: it returns what was learned so
+        far, with ``stopped`` set.
+
+        Pipelined, the actor threads start with the first ``run`` and stop at ``close``.
+        Between two runs they play on until their queues are full (``queue_capacity``
+        trajectories each, and one more held ready), so a loop driven in short runs
+        (``run(1)`` between two logs) overlaps acting and learning as one long run does, and
+        only the first run waits for a first trajectory. Those trajectories are the next
+        run's, acted with the parameters the schedule gives (the newest, or the fixed lag's):
+        with a fixed lag, a sequence of runs gives the same results however it is cut.
         """
         num_cycles = _positive_int("num_cycles", num_cycles)
         with self._state_lock:
@@ -375,26 +431,31 @@ class Pipeline:
             self._cycle_params.forget_before(self.cycle - self.fixed_lag)
 
     def _run_pipelined(self, num_cycles: int, record: dict) -> None:
-        self._threads = [_ActorThread(self, actor, queue, num_cycles, self.cycle)
-                         for actor, queue in zip(self.actors, self.queues)]
-        try:
+        if self._threads:
+            cpu_before = [worker.cpu_time() for worker in self._threads]
+        else:
+            self._threads = [_ActorThread(self._control, actor, queue, self.cycle)
+                             for actor, queue in zip(self.actors, self.queues)]
             for worker in self._threads:
-                worker.thread.start()
+                worker.start()
+            cpu_before = [0.0] * len(self._threads)
+        wait_before = [worker.wait_seconds for worker in self._threads]
+        try:
             for _ in range(num_cycles):
                 batch, waited = self._next_batch()
                 record["wait"] += waited
                 if batch is None:
-                    return
+                    break
                 self._consume(batch, record)
         except BaseException:
             self._request_stop()
+            self._join(JOIN_TIMEOUT_S)
             raise
         finally:
+            record["actor_wait"] = [w.wait_seconds - before for w, before in zip(self._threads, wait_before)]
+            record["actor_cpu"] = np.array([w.cpu_time() - before for w, before in zip(self._threads, cpu_before)])
+        if self._stop.is_set():  # close() from another thread waits for the actors only so long
             self._join(JOIN_TIMEOUT_S)
-            record["actor_wait"] = [worker.wait_seconds for worker in self._threads]
-            record["actor_cpu"] = np.array([worker.cpu_seconds for worker in self._threads])
-            for queue in self.queues:
-                queue.clear()
 
     def _join(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
