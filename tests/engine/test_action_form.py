@@ -25,17 +25,17 @@ def same(a: list, b: list) -> bool:
     return all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
-def step_of(path: str):
-    """``(make, step, engine_of)`` of a call path on ``N`` CartPole envs, its fast path armed."""
+def step_of(path: str, game: str = "CartPole-v1"):
+    """``(make, step, engine_of)`` of a call path on ``N`` envs of ``game``, its fast path armed."""
     if path in ("step", "step_no_reset"):
         def make():
-            eng = vecsim.make("CartPole-v1", N)
+            eng = vecsim.make(game, N)
             eng.reset(seed=0)
             return eng
         return make, (lambda eng, a: getattr(eng, path)(a)), (lambda eng: eng)
 
     def make_env():
-        env = gymnasium.make_vec("vecsim/CartPole-v1", N, vectorization_mode="vector_entry_point",
+        env = gymnasium.make_vec(f"vecsim/{game}", N, vectorization_mode="vector_entry_point",
                                  copy=path == "vector_copy")
         env.reset(seed=0)
         return env
@@ -133,3 +133,64 @@ def test_read_only_and_length_one_strided_actions_take_the_fast_path():
     assert np.array_equal(eng.obs, ref.obs)
     eng.close()
     ref.close()
+
+
+BOX_BAD = [
+    (lambda: np.zeros((N + 1, 1), np.float32), ValueError, r"actions must have shape \(3, 1\).*got shape \(4, 1\)"),
+    (lambda: np.zeros((N, 2), np.float32), ValueError, r"actions must have shape \(3, 1\).*got shape \(3, 2\)"),
+    (lambda: np.zeros((N, 0), np.float32), ValueError, r"actions must have shape \(3, 1\).*got shape \(3, 0\)"),
+    (lambda: np.zeros(N, np.float32), ValueError, r"actions must have shape \(3, 1\).*got shape \(3,\)"),
+    (lambda: np.zeros((2 * N, 2), np.float32)[::2], ValueError, r"got shape \(3, 2\)"),  # not contiguous
+    (lambda: np.array([[0.0], [np.nan], [0.0]], np.float32), ValueError, r"actions\[1\]"),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_box_actions_of_another_width_are_refused_by_name_and_step_nothing(path):
+    """A Box engine's arrays of its dtype and ndim go to the kernel as they are: it checks their width."""
+    make, step, engine_of = step_of(path, "Pendulum-v1")
+    env = make()
+    good = np.zeros((N, 1), np.float32)
+    step(env, good)
+    step(env, good)
+    eng = engine_of(env)
+    for build, error, message in BOX_BAD:
+        before = snapshot(eng)
+        with pytest.raises(error, match=message):
+            step(env, build())
+        assert same(before, snapshot(eng)), build
+    step(env, good)
+    env.close()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_box_arrays_the_kernel_refuses_for_their_form_are_converted_and_step_the_same(path):
+    make, step, engine_of = step_of(path, "Pendulum-v1")
+    ref, env = make(), make()
+    rng = np.random.default_rng(7)
+    forms = [lambda a: np.repeat(a, 2, axis=0)[::2], lambda a: a.astype(np.float64), lambda a: a.tolist(),
+             lambda a: a.copy()]
+    for t in range(16):
+        actions = rng.uniform(-2, 2, (N, 1)).astype(np.float32)
+        given = forms[t % len(forms)](actions)
+        ref_out, out = step(ref, actions), step(env, given)
+        if path == "step_no_reset":
+            ref_out, out = (ref_out.observations, ref_out.rewards), (out.observations, out.rewards)
+        for a, b in zip(ref_out[:2], out[:2]):
+            assert np.array_equal(a, b)
+    ref.close()
+    env.close()
+
+
+def test_the_step_kernel_of_a_box_game_refuses_another_width_before_writing():
+    eng = vecsim.make("Pendulum-v1", N)
+    eng.reset(seed=0)
+    eng.step(np.zeros((N, 1), np.float32))
+    entry = eng._step_entry
+    before = snapshot(eng)
+    for width in (0, 2):
+        value = entry(0, 0, np.zeros((N, width), np.float32), eng._step_table_at)
+        assert value < 0 and split_status(value)[0] == BAD_SHAPE
+        assert same(before, snapshot(eng))
+    assert entry(0, 0, np.zeros((N, 1), np.float32), eng._step_table_at) == 0
+    eng.close()

@@ -125,9 +125,10 @@ def _render_telemetry(text: str, telemetry: bool) -> str:
 
 
 def render_source(game: GameSpec, precision: str, discrete: bool, functions=None, tables=None,
-                  telemetry: bool = False) -> str:
+                  telemetry: bool = False, box_width: int | None = None) -> str:
     """The source text of the kernel module for ``game`` at ``precision``; ``discrete`` says
-    whether its actions are ``Discrete`` (narrowed to int32 for the step loops) or ``Box``;
+    whether its actions are ``Discrete`` (narrowed to int32 for the step loops) or ``Box``
+    (rows of ``box_width`` numbers, a width the step kernels check);
     ``functions``: the stand-ins ``GameSpec.kernel_functions`` chose for the batch; ``tables``:
     the ``table_specs`` of the arrays of each kernel's address table, by table name
     (``step_table``, ``reset_table``; see ``render_table_views``), or None to leave the
@@ -174,6 +175,9 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     text = re.sub(r"\bSTEP_ACTIONS\b", "acts32" if discrete else "actions", text)
     if not discrete:
         text = re.sub(r"\n *acts32\[i\] = actions\[i\]  # NARROW ACTIONS.*", "", text)
+    width_check = "" if discrete or box_width is None else \
+        rf"\1if given_actions.shape[1] != {int(box_width)}:\n\1    return -BAD_SHAPE\n"
+    text = re.sub(r"^( *)# BOX WIDTH CHECK\n", width_check, text, flags=re.M)
     text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
     # The parallel kernel resets due envs inside its step runs, where no pass lies between the
     # resets and the steps and a run's flags are whole 8-env words.
@@ -225,18 +229,21 @@ def _fingerprint(game: GameSpec, source: str, extra_files=()) -> str:
     return h.hexdigest()[:16]
 
 
-def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tables: dict, telemetry: bool = False):
+def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tables: dict, telemetry: bool = False,
+                 box_width: int | None = None):
     """The generated kernel module for ``game`` and ``precision`` with the stand-ins
     ``functions`` (``GameSpec.kernel_functions``) in it, its step and reset kernels rebuilding
     their arrays from address tables of the ``tables`` specs (``render_source``), with a
-    telemetry ring where ``telemetry``; written once, then cached."""
+    telemetry ring where ``telemetry`` and the width check of ``box_width``; written once,
+    then cached."""
     # The hints shape the rendered loops (envs_per_call), so a game read with others is another module.
-    key = (game.module.__name__, game.hints, precision, tuple(functions), tuple(sorted(tables.items())), telemetry)
+    key = (game.module.__name__, game.hints, precision, tuple(functions), tuple(sorted(tables.items())), telemetry,
+           box_width)
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
         _link_thread_row(game)
-        source = render_source(game, precision, discrete, functions, tables, telemetry)
+        source = render_source(game, precision, discrete, functions, tables, telemetry, box_width)
         tag = _variant_tag(functions) + ("_telemetry" if telemetry else "")
         name = (f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}{tag}_"
                 f"{_fingerprint(game, source)}")

@@ -491,7 +491,8 @@ class Engine:
         kernels = self._kernels = load_kernels(game, self.precision, self._discrete, self.kernel_functions,
                                                tables={"step_table": table_specs(self._step_arrays),
                                                        "reset_table": table_specs(self._reset_arrays)},
-                                               telemetry=self.telemetry is not None)
+                                               telemetry=self.telemetry is not None,
+                                               box_width=None if self._discrete else self._act_shape[1])
         self._step_table = address_table(self._step_arrays)
         # step_mode_fresh's copy, whose first four rows point_outputs aims at new arrays.
         self._fresh_table = self._step_table.copy()
@@ -600,7 +601,7 @@ class Engine:
             self._discrete = False
             self._act_shape = (n, space.shape[0])
             self._act_dtype = np.dtype(space.dtype)
-            self._quick_ndim = -1  # the kernel cannot check a Box's width: the checked path only
+            self._quick_ndim = 2
         else:
             raise TypeError(f"unsupported action space {space}")
         self._act_buf = np.zeros(self._act_shape, dtype=self._act_dtype)
@@ -663,7 +664,7 @@ class Engine:
 
     def quick_actions(self, actions):
         """``actions`` as they are where the step kernel checks the rest of their form (an
-        ndarray of the batch's action dtype and ``ndim``, Discrete actions), else
+        ndarray of the batch's action dtype and ``ndim``), else
         ``coerce_actions(actions)``: what ``step_mode_coerced`` and ``step_mode_fresh`` take."""
         if type(actions) is _NDARRAY and actions.dtype is self._act_dtype and actions.ndim == self._quick_ndim:
             return actions

@@ -208,13 +208,14 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     (``vecsim.engine.views.c_distinct_array_at``), and the overlap checks between the arguments it
     touches (``obs``, ``rewards``, ``term``, ``trunc``, Box ``actions``) stay few enough to
     make at run time. Keep the step loop's own array accesses few (``was_done`` is written in
-    the check pass for that reason; tests/test_vectorised.py guards the serial and parallel
+    the check pass for that reason; tests/engine/test_vectorised.py guards the serial and parallel
     loops of CartPole, Pendulum and the MountainCars).
     """
     # step_table = TABLE step_table AT step_table_at
     # VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, obs_stale, STATE_ARGS, TELEMETRY_VIEWS
     if given_actions.shape[0] != elapsed.shape[0]:
         return -BAD_SHAPE
+    # BOX WIDTH CHECK
     if not is_c_contiguous(given_actions):
         return -NOT_CARRAY
     actions = as_c_layout(given_actions)
