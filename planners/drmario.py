@@ -284,6 +284,11 @@ def node_slot(x, y, rot, sc, hv, lr, ab, parity):
 
 #: The units of the direction and charge fields in ``node_slot``.
 LR_BIT, HV_BIT = 1 << 2, 1 << 13
+#: ``node_slot`` less its direction and charge: the slot of a node's idle twin
+#: (``search_within``), whose visited word marks the twins expanded in its unused nibble.
+TWIN_KEY = ~(3 * LR_BIT | 15 * HV_BIT)
+#: The unused nibble of a visited word (direction 3).
+TWIN_NIBBLE = 12
 #: Nibble ``ab`` of this: the A/B bit sets that are subsets of ``ab`` (bit ``ab'`` for set ``ab'``).
 AB_SUBSETS = 0xF531
 
@@ -305,6 +310,13 @@ def dominated(visited, slot, ab, lr, itself):
         idle = slot - 2 * LR_BIT - ((slot >> 13) & 15) * HV_BIT
         return (visited[idle >> 4] & subsets) != 0
     return False
+
+
+@exact
+def clear_twin_marks(visited, node_slots, lo, hi):
+    """Clear the twin marks (``TWIN_KEY``) of nodes ``lo..hi-1``; node 0, the root, sets none."""
+    for k in range(max(lo, 1), hi):
+        visited[(node_slots[k] & TWIN_KEY) >> 4] &= np.uint16(~(15 << TWIN_NIBBLE) & 0xFFFF)
 
 
 #: Frame layers between two ``mark_useful`` calls (a mark left from before a lock was found
@@ -370,6 +382,11 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
       nodes play out the same;
     * Down alone on an even frame (or at T = 0) gives the no-d-pad input's successors;
     * a locking frame's X and rotate stages are not run (the lock pose is the one before);
+    * twins, nodes of one layer alike but for holding no direction or Left and the charge,
+      give the same successors for no d-pad, Down and Right (a fresh press for both): a twin
+      expanded after another skips those inputs, whose nodes are then all visited (the
+      expanded twins are marked in the unused nibble of the idle twin's visited word, cleared
+      at the layer's end);
     * a node whose pose has no path to a lock pose still without a cost is not expanded
       (``mark_useful``, marked again at most every ``MARK_EVERY`` layers): costs found are
       final, and every frame is a path of ``pose_graph``; nor one that cannot fall to the highest of them before the horizon (``frames_to_lock``);
@@ -386,11 +403,13 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
     node_slots[0] = -1
     head = 0
     depth = -1
-    layer_end = 0  # the first node of the next frame layer
+    layer_start = layer_end = 0  # this frame layer's first node, the next one's
     found = True  # a lock cost was found since ``useful`` was last marked
     next_mark = 0
     while head < n:
         if head == layer_end:
+            clear_twin_marks(visited, node_slots, layer_start, layer_end)
+            layer_start = layer_end
             depth += 1
             if depth == horizon:
                 break
@@ -399,6 +418,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                 mark_useful(fit, cost, pred_start, pred, useful, queue)
                 found = False
                 next_mark = depth + MARK_EVERY
+        skip_shared = False
         if head == 0:
             p, sc, hv, held_prev = x0 + 8 * y0 + 128 * rot0, sc0, hv0, held0
             y = y0
@@ -419,6 +439,11 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             if dominated(visited, k, ab, lr, False):
                 head += 1
                 continue
+            if lr != 2:
+                w = (k & TWIN_KEY) >> 4
+                mark = np.uint16(1 << (TWIN_NIBBLE + ab))
+                skip_shared = (visited[w] & mark) != 0
+                visited[w] |= mark
         held_ab = (held_prev >> 6) & 3
         fc = (fc0 + depth + 1) & 255
         parity = (depth + 1) & 1
@@ -431,6 +456,8 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             soft = dpad == BTN_DOWN
             if soft and not soft_frame:
                 continue  # the same successors as no d-pad
+            if skip_shared and d != 1:
+                continue  # a twin expanded before gave these successors
             p1 = p
             if soft or g_drop:
                 nsc = 0
@@ -444,6 +471,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                         lock_button[a] = dpad
                         left -= 1
                         if left == 0:
+                            clear_twin_marks(visited, node_slots, layer_start, head + 1)
                             return n, 0
                     continue
                 p1 = q
@@ -486,6 +514,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                 if dominated(visited, slot, ab, lr, True):
                     continue
                 if n == parent.shape[0]:
+                    clear_twin_marks(visited, node_slots, layer_start, head + 1)
                     return -n, left
                 visited[slot >> 4] |= np.uint16(1 << (slot & 15))
                 parent[n] = head
@@ -493,6 +522,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                 node_slots[n] = slot
                 n += 1
         head += 1
+    clear_twin_marks(visited, node_slots, layer_start, head)
     return n, left
 
 

@@ -238,6 +238,7 @@ def _planner_profile(args) -> None:
     seconds = np.zeros(len(PROFILE_STAGES))
     nodes = []
     for st in states:
+        _planner.plan(st, 0, p)  # grows the node arrays to hold this search
         threshold = int(SPEED_TABLE[BASE_SPEED[st.speed[0]] + st.speed_ups[0]])
         cost = np.full(_planner.N_ACTIONS, _planner.UNREACHABLE, np.uint16)  # mark_useful: nothing found yet
         rest = (st.board, threshold, st.x[0], st.y[0], st.rot[0], st.speed_counter[0], st.hor_velocity[0],
@@ -249,8 +250,6 @@ def _planner_profile(args) -> None:
             start = time.thread_time()
             n = _stage_calls(stage, args.profile_calls, *rest)
             seconds[stage] += time.thread_time() - start
-        if n < 0:
-            raise ValueError("a profiled search outgrew the planner's node arrays; run plan() on it first")
         nodes.append(n)
     per = seconds / (len(states) * args.profile_calls) * 1e6
     print(f"planner profile, level {args.level}, speed {args.speed}, {len(states)} decisions, "

@@ -38,3 +38,12 @@ def test_planner_profile_times_every_stage_of_a_search(capsys):
         assert f"  {stage} " in out
     nodes = int(out.split("search nodes")[1].split()[0])
     assert nodes > 1
+
+
+@pytest.mark.slow
+def test_planner_profile_times_searches_that_outgrow_a_new_planner(capsys):
+    """Level 5's eighth decision point visits more nodes than a new ``Planner`` holds."""
+    bench.main(["--planner-profile", "--level", "5", "--planner-decisions", "8", "--profile-calls", "1"])
+    out = capsys.readouterr().out
+    largest = int(out.split("search nodes")[1].split("max")[1].split(")")[0])
+    assert largest > 1 << 15

@@ -156,6 +156,26 @@ def test_same_costs_as_reference_over_levels_and_speeds(planner, seed):
     _play_checked(300 + seed, 6, int(np.random.default_rng(seed).integers(0, 50)) if seed % 2 else 0, planner)
 
 
+def test_same_costs_as_reference_where_twins_skip_inputs(planner):
+    """Level-5 decision points (a low bottle, so long falls), where many nodes of a layer differ
+    only in holding Left or nothing and in the charge, and later twins skip the inputs they
+    share: the same costs as the reference, and the twin marks cleared with the bitmap."""
+    from vecsim.games.drmario.bench import decision_states
+    twins = 0
+    for s in decision_states(5, 1, 8):
+        plan = _assert_equal(s, planner)
+        assert not planner._visited.any()
+        n = plan.parent.shape[0]
+        depth = np.zeros(n, np.int64)
+        for k in range(1, n):
+            depth[k] = depth[plan.parent[k]] + 1
+        slots = planner._keys[1:n]
+        idle_or_left = ((slots >> 2) & 3) != 2
+        groups = set(zip(depth[1:][idle_or_left], slots[idle_or_left] & planner_mod.TWIN_KEY))
+        twins += int(idle_or_left.sum()) - len(groups)
+    assert twins > 1000
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_pose_moves_are_the_falling_pill_pass(seed):
     """Each entry of the search's move table is what ``rules.pill_frame`` does from that pose:
