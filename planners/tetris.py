@@ -24,14 +24,21 @@ arrays are env-indexed scratch owned by the caller's state (kernels do not alloc
     For each lock pose, the live pose and the input of its cheapest lock.
 
 The step's search writes no parent links (``(N, 0)`` arrays): ``path`` runs the same search
-with links on the one board it is asked about (``search_with_links``).
+with links on the one board it is asked about (``search_with_links``). The step's search also
+skips the levels that stay above the stack: it starts from the empty board's search after those
+levels (``open_air_tables``, built in plain Python when a kernel calling ``plan`` compiles, so a
+batch without the planner never builds them).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from vecsim.games.tetris.pieces import CELLS, HEIGHT, H, KICK_COUNT, KICK_DELTAS, N_POSES, NONE, SPAWN_X, SPAWN_Y, W, WIDTH
+from numba.extending import overload
+
+from vecsim.games.tetris.pieces import (
+    CELLS, HEIGHT, H, KICK_COUNT, KICK_DELTAS, N_POSES, N_TYPES, NONE, SPAWN_X, SPAWN_Y, W, WIDTH,
+)
 from vecsim.games.tetris.rules import blocked, drop_row, rotate
 from vecsim.core.jit import exact
 
@@ -227,6 +234,176 @@ def _after_input(bits, i, d, rest, r, y, src_r, src_y, dx, u, gravity, base, fro
     _live(bits, i, fall, r, yy, src_r, src_y, dx, u, base, front, live_parent, live_input, ymin_ymax)
 
 
+# -- the open-air start -------------------------------------------------------------------
+# Rows above the stack's highest filled cell are empty, so while every row a level of the search
+# reads lies above the stack, the level does what it does on the empty board. Those levels are
+# tabulated once per piece, gravity and kick count; the step's search starts after them.
+_KICK_SETS = 2  # one kick (no rotation system) or all the piece's kicks (SRS)
+_open_air_tables = None  # built by open_air_tables() the first time a kernel calling plan compiles
+
+
+@exact(inline="always")
+def _config(t, kick_set, gravity):
+    return (t * _KICK_SETS + kick_set) * (H + 1) + gravity
+
+
+def _slot_py(r: int, y: int) -> int:
+    return r * _ROWS + y + 1
+
+
+def _open_air_levels(t: int, n_kicks: int, gravity: int):
+    """The empty board's search of piece ``t``, level by level while some stack leaves the
+    level's reads above it. Returns the visited words before each level (``_VISITED`` layout),
+    the lowest board row each level reads (hard drops aside) and the first level whose frontier
+    holds each (rotation, column)."""
+    height = [int(HEIGHT[t, r]) for r in range(4)]
+    fits = [(1 << (W - int(WIDTH[t, r]) + 1)) - 1 for r in range(4)]
+
+    def free(r, y):
+        return fits[r] if 0 <= y <= H - height[r] else 0
+
+    visited = [0] * (4 * _ROWS)
+    y0, x0 = int(SPAWN_Y[t]), int(SPAWN_X[t])
+    visited[_slot_py(0, y0)] = 1 << x0
+    front = {(0, y0): 1 << x0}
+    levels, reaches = [list(visited)], []
+    first = np.full((4, W), -1, np.int16)
+    while front:
+        reach = 0
+        for (r, y), f in front.items():
+            reach = max(reach, y + max(1, gravity) + height[r] - 1)
+            for d in range(2):
+                r2 = (r + 1) % 4 if d == 0 else (r + 3) % 4
+                for kk in range(n_kicks):
+                    reach = max(reach, y + int(KICK_DELTAS[t, r, d, kk, 0]) + gravity + height[r2] - 1)
+        reaches.append(reach)
+        if reach >= H:
+            break  # no stack leaves this level in open air
+        nxt = {}
+
+        def live(v, r, y):
+            new = v & ~visited[_slot_py(r, y)]
+            if new:
+                visited[_slot_py(r, y)] |= new
+                nxt[r, y] = nxt.get((r, y), 0) | new
+
+        for (r, y), f in front.items():
+            for x in range(W):
+                if (f >> x) & 1 and first[r, x] < 0:
+                    first[r, x] = len(reaches) - 1
+            # in open air every input's pose falls its full gravity and none rests
+            live(f, r, y + gravity)
+            for dx in (-1, 1):
+                live((f << 1 if dx > 0 else f >> 1) & free(r, y), r, y + gravity)
+            if gravity != 1:
+                live(f, r, y + 1)
+            for d in range(2):
+                r2 = (r + 1) % 4 if d == 0 else (r + 3) % 4
+                remaining = f
+                for kk in range(n_kicks):
+                    dy, dx = int(KICK_DELTAS[t, r, d, kk, 0]), int(KICK_DELTAS[t, r, d, kk, 1])
+                    ok = (remaining << dx if dx >= 0 else remaining >> -dx) & free(r2, y + dy)
+                    remaining &= ~(ok >> dx if dx >= 0 else ok << -dx)
+                    live(ok, r2, y + dy + gravity)
+        levels.append(list(visited))
+        front = nxt
+    return levels, reaches, first
+
+
+def open_air_tables():
+    """The tables of the open-air start, built on first call (from plain Python, well under a
+    second): ``levels (configs, H + 1) int16``, how many levels of the search a board whose
+    first filled row is ``top`` can take from the empty board's; ``start (configs,) int64``, the
+    row of ``visited`` holding the config's level 0; ``visited (rows, 4 * (H + 2)) int16``, the
+    empty board's visited words before each level; ``first (configs, 4, W) int16``, the first
+    level whose frontier holds each (rotation, column). A config is ``_config(t, kick_set,
+    gravity)``."""
+    global _open_air_tables
+    if _open_air_tables is None:
+        n_configs = N_TYPES * _KICK_SETS * (H + 1)
+        levels = np.zeros((n_configs, H + 1), np.int16)
+        start = np.zeros(n_configs, np.int64)
+        first = np.full((n_configs, 4, W), -1, np.int16)
+        rows = []
+        for t in range(N_TYPES):
+            for kick_set in range(_KICK_SETS):
+                n_kicks = 1 if kick_set == 0 else int(KICK_COUNT[t])
+                for gravity in range(H + 1):
+                    c = (t * _KICK_SETS + kick_set) * (H + 1) + gravity
+                    visited, reaches, first[c] = _open_air_levels(t, n_kicks, gravity)
+                    for top in range(H + 1):
+                        k = 0
+                        while k < len(visited) - 1 and reaches[k] < top:
+                            k += 1
+                        levels[c, top] = k
+                    start[c] = len(rows)
+                    rows.extend(visited[:levels[c, H] + 1])
+        _open_air_tables = (levels, start, np.array(rows, np.int16), first)
+    return _open_air_tables
+
+
+def _open_air():
+    """``open_air_tables()``, as constants of the kernel that calls it (built when it compiles)."""
+
+
+@overload(_open_air, inline="always")
+def _open_air_constants():
+    levels, start, visited, first = open_air_tables()
+    return lambda: (levels, start, visited, first)
+
+
+@exact(inline="always")
+def _start_in_open_air(bits, i, t, top, gravity, n_kicks, base, extra, cost, ymm):
+    """Set env ``i``'s search state to the empty board's after as many levels as the stack (its
+    first filled row ``top``) leaves in open air, the hard drops of those levels locked where
+    they land on this board; returns that number of levels (0: start from spawn) and puts the
+    frontier's rows into ``ymm``."""
+    kick_set = 0 if n_kicks == 1 else (1 if n_kicks == KICK_COUNT[t] else -1)
+    if kick_set < 0 or gravity < 0 or gravity > H:
+        return 0
+    levels, start, visited, first = _open_air()
+    c = _config(t, kick_set, gravity)
+    k = np.int64(levels[c, top])
+    if k == 0:
+        return 0
+    now = start[c] + k
+    ymm[0] = H
+    ymm[1] = -1
+    for r in range(4):
+        for y in range(-1, H + 1):
+            s = _slot(r, y)
+            v = np.int64(visited[now, s])
+            bits[i, _VISITED + s] = v
+            f = v & ~np.int64(visited[now - 1, s])
+            bits[i, _FRONT + s] = f
+            if f:
+                ymm[0] = min(ymm[0], y)
+                ymm[1] = max(ymm[1], y)
+        # the columns earlier levels dropped from: marked from their highest start (in open air)
+        # down to where they land on this board, locked there at their first level's cost
+        open_rows = max(0, min(top - HEIGHT[t, r] + 1, H - HEIGHT[t, r] + 1))
+        falling = np.int64(0)
+        for y in range(open_rows):
+            falling |= np.int64(visited[now - 1, _slot(r, y)])
+            bits[i, _DROPPED + _slot(r, y)] = falling
+        yy = open_rows - 1
+        while falling:
+            under = _free(bits, i, r, yy + 1)
+            stuck = falling & ~under
+            if stuck:
+                bits[i, _LOCKED + _slot(r, yy)] = stuck
+                rest = stuck
+                while rest:
+                    x = LOWEST_BIT[rest]
+                    rest &= rest - 1
+                    cost[i, base + (r * H + yy) * W + x] = first[c, r, x] + 1 + extra
+            falling &= under
+            yy += 1
+            if falling:
+                bits[i, _DROPPED + _slot(r, yy)] = falling
+    return k
+
+
 @exact
 def plan(rows, i, t, gravity, kicks, base, extra, cost, bits, ymin_ymax, live_parent, live_input, lock_parent,
          lock_input):
@@ -238,8 +415,10 @@ def plan(rows, i, t, gravity, kicks, base, extra, cost, bits, ymin_ymax, live_pa
     N_POSES]`` (``extra`` added to every reachable cost, e.g. 1 for a hold input before the
     search) and the parent links at the same offsets, these only where ``live_parent`` has
     columns (the game's step passes ``(N, 0)`` arrays: ``path`` searches again for the one env
-    it is asked about). ``bits`` is ``(N, SCRATCH)`` int16 scratch, ``ymin_ymax`` ``(N, 2)``
-    int64 scratch. Returns the number of lock poses.
+    it is asked about). Without links the search starts from the empty board's after the levels
+    whose reads all lie above the stack (``_start_in_open_air``): the same costs. ``bits`` is
+    ``(N, SCRATCH)`` int16 scratch, ``ymin_ymax`` ``(N, 2)`` int64 scratch. Returns the number
+    of lock poses.
     """
     for k in range(N_POSES):
         cost[i, base + k] = -1
@@ -261,19 +440,25 @@ def plan(rows, i, t, gravity, kicks, base, extra, cost, bits, ymin_ymax, live_pa
     y0, x0 = SPAWN_Y[t], SPAWN_X[t]
     if not (_free(bits, i, 0, y0) >> x0) & 1:
         return 0
-    start = y0 * W + x0
-    if live_parent.shape[1] > 0:
-        live_parent[i, base + start] = -1
-        live_input[i, base + start] = -1
-    bits[i, _VISITED + _slot(0, y0)] = 1 << x0
     cur = _FRONT
     nxt = _FRONT + 4 * _ROWS
-    bits[i, cur + _slot(0, y0)] = 1 << x0
-    lo = np.int64(y0)
-    hi = np.int64(y0)
     n_kicks = min(kicks, KICK_COUNT[t])
-    level = 0
     ymm = ymin_ymax[i]
+    level = 0
+    if live_parent.shape[1] == 0:  # path's search, with links, starts at spawn
+        level = _start_in_open_air(bits, i, t, top, gravity, n_kicks, base, extra, cost, ymm)
+    if level > 0:
+        lo = ymm[0]
+        hi = ymm[1]
+    else:
+        start = y0 * W + x0
+        if live_parent.shape[1] > 0:
+            live_parent[i, base + start] = -1
+            live_input[i, base + start] = -1
+        bits[i, _VISITED + _slot(0, y0)] = 1 << x0
+        bits[i, cur + _slot(0, y0)] = 1 << x0
+        lo = np.int64(y0)
+        hi = np.int64(y0)
     while lo <= hi:
         ymm[0] = H
         ymm[1] = -1

@@ -5,6 +5,11 @@ give exactly ``plan_simple``'s costs, searching with parent links (the search ``
 and without them (the search of every reach-mode step); every path its links spell out must
 be as long as its cost. A reach engine's hold half is its own search, or the current piece's
 costs plus one when hold brings the same piece: both must equal ``plan`` on that half.
+
+The search without links starts from the empty board's search (``open_air_tables``) for the
+levels that stay above the stack; with links it starts from spawn. On random and played boards,
+every gravity the game allows and both rotation systems, it must still give ``plan_simple``'s
+costs.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import vecsim
 import vecsim.games.tetris  # noqa: F401  (the game package before its planner: import order)
 from vecsim.games.tetris.pieces import H, N_POSES, W
 from vecsim.games.tetris.tools import set_board
-from vecsim.planners.tetris import SCRATCH, path_to, plan, plan_simple, search_with_links
+from vecsim.planners.tetris import SCRATCH, open_air_tables, path_to, plan, plan_simple, search_with_links
 
 VARIANTS = [(gravity, kicks) for gravity in (0, 1, 2, 3) for kicks in (1, 5)]
 
@@ -141,3 +146,67 @@ def test_search_with_links_validates_its_arguments():
         search_with_links(rows, 0, 1, 0)
     with pytest.raises(ValueError, match="half must be in"):
         search_with_links(rows, 0, 1, 5, 2)
+
+
+def played_boards(n, seed):
+    """(n, H) uint16 bit rows of boards met in random reach-mode play (low and tall stacks)."""
+    eng = vecsim.make("vecsim/Tetris-v0", 8, action_mode="reach", parallel=False)
+    eng.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < n:
+        masks = eng.action_masks()
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        res = eng.step_no_reset(actions)
+        out.extend(eng.state.rows[k].copy() for k in range(8) if rng.random() < 0.3)
+        done = res.terminals | res.truncations
+        if done.any():
+            eng.reset_envs(done, seed=int(rng.integers(1 << 30)))
+    return np.array(out[:n], np.uint16)
+
+
+@pytest.fixture(scope="module")
+def open_air_boards(boards):
+    return np.concatenate([boards[:120], played_boards(40, seed=5), np.zeros((1, H), np.uint16)])
+
+
+@pytest.mark.parametrize("kicks", (1, 5))
+def test_plan_from_open_air_equals_plan_simple_at_every_gravity(open_air_boards, kicks):
+    levels, *_ = open_air_tables()
+    for gravity in range(H + 1):
+        expected, *_ = _search_all(open_air_boards, gravity, kicks, True, False)
+        got, *_ = _search_all(open_air_boards, gravity, kicks, False, False)
+        bad = np.argwhere(got != expected)
+        assert not len(bad), [(gravity, int(k), int(t), int(a), int(got[k, t, a]), int(expected[k, t, a]))
+                              for k, t, a in bad[:5]]
+    # the boards exercise the open-air start: most of them start some levels down
+    tops = [int(np.flatnonzero(np.append(b, 1))[0]) for b in open_air_boards]
+    started = sum(levels[(t * 2 + (kicks > 1)) * (H + 1) + 1, top] > 0 for top in tops for t in range(7))
+    assert started > 0.5 * 7 * len(tops)
+
+
+def test_open_air_tables_reach_down_to_the_stack():
+    """On the empty board under gravity 1 the search takes its first levels from the table down
+    to the floor; a stack reaching the spawn rows takes none."""
+    levels, start, visited, first = open_air_tables()
+    for t in range(7):
+        for kick_set in range(2):
+            c = (t * 2 + kick_set) * (H + 1) + 1
+            assert levels[c, H] >= H - 8  # the piece falls a row a level
+            assert levels[c, 4] == 0
+            assert (np.diff(levels[c]) >= 0).all()
+    assert visited.dtype == np.int16 and first.min() >= -1
+
+
+def test_primitive_mode_builds_no_open_air_tables():
+    """Only compiling ``plan`` builds the tables: a primitive-mode batch never does."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import vecsim, numpy as np, vecsim.games.tetris; import vecsim.planners.tetris as P; "
+            "e = vecsim.make('vecsim/Tetris-v0', 4, action_mode='primitive'); e.reset(seed=0); "
+            "e.step_no_reset(np.zeros(4, np.int64)); print(P._open_air_tables is None)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ),
+                         check=True)
+    assert out.stdout.strip().endswith("True"), out.stdout + out.stderr
