@@ -15,7 +15,8 @@ from vecsim.bench import pipeline
 def test_bench_pipeline_measures_every_cell_both_ways_and_reports_the_ratio(monkeypatch, tmp_path, capsys):
     calls = []
 
-    def fake_run(impl, num_envs, mode, num_actors, cycles, steps_per_cycle=pipeline.STEPS_PER_CYCLE, learner="step"):
+    def fake_run(impl, num_envs, mode, num_actors, cycles, steps_per_cycle=pipeline.STEPS_PER_CYCLE, learner="step",
+                 minibatch=None):
         calls.append((impl, num_envs, mode, num_actors, learner))
         return types.SimpleNamespace(steps_per_second=150.0 if mode == pipeline.PIPELINED else 100.0,
                                      cycles=cycles, seconds=0.03 * cycles, learn_seconds=0.02 * cycles,
@@ -23,12 +24,13 @@ def test_bench_pipeline_measures_every_cell_both_ways_and_reports_the_ratio(monk
                                      learner_cpu_seconds=0.0063 * cycles), 1.25
 
     monkeypatch.setattr(pipeline, "run_metrics", fake_run)
+    monkeypatch.setattr(pipeline, "balanced_minibatch_size", lambda num_envs: 7 * num_envs)
     out = tmp_path / "pipeline.json"
     assert cli.main(["bench", "--pipeline", "--num-envs", "4", "--repeats", "2", "--no-progress",
                      "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    # three learners x two actor counts, each synchronous (on one actor) and pipelined, in two rounds
-    assert len(calls) == 3 * 2 * 2 * 2
+    # four learners x two actor counts, each synchronous (on one actor) and pipelined, in two rounds
+    assert len(calls) == 4 * 2 * 2 * 2
     assert {c[4] for c in calls} == set(pipeline.LEARNERS)
     assert all(c[3] == 1 for c in calls if c[2] == pipeline.SYNCHRONOUS)
     assert "1.50x" in text and "pipelined steps/s" in text
@@ -37,7 +39,8 @@ def test_bench_pipeline_measures_every_cell_both_ways_and_reports_the_ratio(monk
     assert "pipelined cores" in text and "1.25" in text
     assert "actors' cores" in text and "0.90" in text and "learner's cores" in text and "0.21" in text
     results = json.loads(out.read_text())["results"]
-    assert [r["ratios"] for r in results] == [[1.5, 1.5]] * 6
+    assert [r["ratios"] for r in results] == [[1.5, 1.5]] * 8
+    assert "minibatch (64)" in text and "balanced (28)" in text  # the samples of a gradient step
 
 
 def test_the_minibatch_learner_steps_on_16_samples_per_env_and_cycle():
@@ -45,6 +48,24 @@ def test_the_minibatch_learner_steps_on_16_samples_per_env_and_cycle():
     assert agent.minibatch_size == pipeline.MINIBATCH_STEPS * 16
     with pytest.raises(ValueError, match="impl='torch'"):
         pipeline.make_agent("torch", "minibatch", 16)
+
+
+@pytest.mark.parametrize("acting_ms, expected", [(15.0, 325), (1.0, 16), (1e4, 100 * 16)])
+def test_the_balanced_learner_takes_the_samples_whose_learning_costs_what_acting_costs(monkeypatch, acting_ms,
+                                                                                     expected):
+    """Learning costs 2 ms a cycle plus 0.04 ms a sample, acting ``acting_ms`` a cycle."""
+    def fake_run(impl, num_envs, mode, num_actors, cycles, learner, minibatch):
+        assert (impl, mode, learner) == ("numpy", pipeline.SYNCHRONOUS, "balanced")
+        learn = cycles * (2.0 + 0.04 * minibatch) / 1e3
+        return types.SimpleNamespace(cycles=cycles, learn_seconds=learn, seconds=learn + cycles * acting_ms / 1e3), 1.0
+
+    monkeypatch.setattr(pipeline, "run_metrics", fake_run)
+    # (15 - 2) / 0.04 = 325 samples; else clamped to [num_envs, 100 * num_envs]
+    size = pipeline.balanced_minibatch_size(16)
+    assert size == expected
+    assert pipeline.make_agent("numpy", "balanced", 16, minibatch=size).minibatch_size == size
+    with pytest.raises(ValueError, match="the balanced learner is NumPy's Reinforce, but got impl='torch'"):
+        pipeline.make_agent("torch", "balanced", 16)
 
 
 def test_acting_cost_is_cpu_time_per_step_of_acting_alone(capsys):

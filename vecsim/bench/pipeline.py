@@ -41,10 +41,13 @@ IMPLS = ("numpy", "torch")
 SYNCHRONOUS, PIPELINED = "synchronous", "pipelined"
 
 
-LEARNERS = ("step", "minibatch", "none")
+LEARNERS = ("step", "minibatch", "balanced", "none")
 #: The minibatch learner's samples per env and cycle: a sixth of each batch of ``STEPS_PER_CYCLE``
-#: steps, where one gradient step costs about as much as acting the cycle (16 and 256 envs).
+#: steps, where one gradient step cost about as much as acting the cycle (16 and 256 envs) on a
+#: CPU with AVX-512; the balanced learner finds that size on the machine it runs on.
 MINIBATCH_STEPS = 16
+#: The balanced learner's samples per gradient step, by num_envs, once measured in this process.
+_BALANCED_SIZES: dict = {}
 
 
 class ActingOnly:
@@ -65,24 +68,51 @@ class ActingOnly:
         return params, opt_state, None
 
 
-def make_agent(impl: str, learner: str = "step", num_envs: int | None = None):
+def minibatch_size(learner: str, num_envs: int) -> int:
+    """Samples of each batch a gradient step of the ``minibatch`` or ``balanced`` learner takes."""
+    if learner == "minibatch":
+        return MINIBATCH_STEPS * num_envs
+    if num_envs not in _BALANCED_SIZES:
+        _BALANCED_SIZES[num_envs] = balanced_minibatch_size(num_envs)
+    return _BALANCED_SIZES[num_envs]
+
+
+def balanced_minibatch_size(num_envs: int, cycles: int = 4) -> int:
+    """The samples a gradient step must take for learning a cycle to cost what acting it costs
+    on this machine, as the table measures both (synchronous runs of ``cycles`` cycles): the
+    learning time is affine in the samples, measured at two sizes, and solved for the mean
+    acting time; within ``[num_envs, STEPS_PER_CYCLE * num_envs]``. Pipelining hides the cheaper
+    of acting and learning, so balanced costs are where its gain can approach 2x."""
+    sizes = (4 * num_envs, MINIBATCH_STEPS * num_envs)
+    acting, learning = [], []
+    for size in sizes:
+        metrics, _ = run_metrics("numpy", num_envs, SYNCHRONOUS, 1, cycles, learner="balanced", minibatch=size)
+        learning.append(metrics.learn_seconds / metrics.cycles)
+        acting.append((metrics.seconds - metrics.learn_seconds) / metrics.cycles)
+    slope = (learning[1] - learning[0]) / (sizes[1] - sizes[0])
+    size = sizes[0] + (statistics.mean(acting) - learning[0]) / slope if slope > 0 else sizes[1]
+    return int(min(max(round(size), num_envs), STEPS_PER_CYCLE * num_envs))
+
+
+def make_agent(impl: str, learner: str = "step", num_envs: int | None = None, minibatch: int | None = None):
     """The benchmark's agent: ``numpy`` (Reinforce) or ``torch`` (TorchPPO, one step per batch);
-    with ``learner="minibatch"`` (NumPy, needs ``num_envs``) Reinforce's step takes
-    ``MINIBATCH_STEPS * num_envs`` samples of each batch; with ``learner="none"`` the learner
-    does nothing (``ActingOnly``)."""
+    with ``learner="minibatch"`` or ``"balanced"`` (NumPy, needs ``num_envs``) Reinforce's step
+    takes ``minibatch_size(learner, num_envs)`` samples of each batch (or ``minibatch``); with
+    ``learner="none"`` the learner does nothing (``ActingOnly``)."""
     if learner not in LEARNERS:
         raise ValueError(f"learner must be one of {LEARNERS}, but got learner={learner!r}")
     if learner == "none":
         return ActingOnly(make_agent(impl))
-    if learner == "minibatch" and impl != "numpy":
-        raise ValueError(f"the minibatch learner is NumPy's Reinforce, but got impl={impl!r}")
+    if learner in ("minibatch", "balanced") and impl != "numpy":
+        raise ValueError(f"the {learner} learner is NumPy's Reinforce, but got impl={impl!r}")
     if impl == "numpy":
         from vecsim.pipeline.agents import Reinforce
 
-        if learner == "minibatch":
+        if learner in ("minibatch", "balanced"):
             if num_envs is None:
-                raise ValueError("the minibatch learner needs num_envs (its minibatch is MINIBATCH_STEPS * num_envs)")
-            return Reinforce.for_env(GAME, hidden=HIDDEN, minibatch_size=MINIBATCH_STEPS * num_envs)
+                raise ValueError(f"the {learner} learner needs num_envs (its minibatch is a number of samples per env)")
+            size = minibatch_size(learner, num_envs) if minibatch is None else minibatch
+            return Reinforce.for_env(GAME, hidden=HIDDEN, minibatch_size=size)
         return Reinforce.for_env(GAME, hidden=HIDDEN)
     if impl == "torch":
         from vecsim.pipeline.agents.torch_ppo import TorchPPO
@@ -92,13 +122,13 @@ def make_agent(impl: str, learner: str = "step", num_envs: int | None = None):
 
 
 def run_metrics(impl: str, num_envs: int, mode: str, num_actors: int, cycles: int,
-                steps_per_cycle: int = STEPS_PER_CYCLE, learner: str = "step"):
+                steps_per_cycle: int = STEPS_PER_CYCLE, learner: str = "step", minibatch: int | None = None):
     """``(metrics, cores)``: the ``PipelineMetrics`` of ``Pipeline.run(cycles)`` after a warm-up
     run of 2 cycles of the same loop (pipelined, its actors have played ahead meanwhile), and the cores the process got meanwhile (its CPU seconds, every thread's, per
     wall-clock second: a pipelined run that gets no second core cannot overlap anything)."""
     from vecsim.pipeline import Pipeline
 
-    agent = make_agent(impl, learner, num_envs)
+    agent = make_agent(impl, learner, num_envs, minibatch)
     params, opt_state = agent.init()
     with Pipeline(GAME, num_envs, agent, params=params, opt_state=opt_state, num_actors=num_actors,
                   steps_per_cycle=steps_per_cycle, mode=mode) as loop:
@@ -152,7 +182,7 @@ def configurations(sizes, actors, impls, learners=("step",)):
     """``(impl, learner, num_envs, num_actors)`` cells; each is measured synchronous and pipelined.
     The minibatch learner is NumPy's alone."""
     return [(impl, learner, n, a) for impl in impls for learner in learners for n in sizes for a in actors
-            if learner != "minibatch" or impl == "numpy"]
+            if learner not in ("minibatch", "balanced") or impl == "numpy"]
 
 
 def measure(sizes=NUM_ENVS, actors=ACTORS, impls=("numpy",), rounds: int = 5, cycles: int = 20, progress=None,
@@ -183,6 +213,8 @@ def measure(sizes=NUM_ENVS, actors=ACTORS, impls=("numpy",), rounds: int = 5, cy
                     cell["acting_ms"].append(1e3 * (metrics.seconds - metrics.learn_seconds) / metrics.cycles)
     for cell in results:
         cell["ratios"] = [p / s for p, s in zip(cell[PIPELINED], cell[SYNCHRONOUS])]
+        if cell["learner"] in ("minibatch", "balanced"):
+            cell["minibatch"] = minibatch_size(cell["learner"], cell["num_envs"])
     return results
 
 
@@ -190,7 +222,8 @@ def table(results: list) -> str:
     rows = []
     for cell in results:
         ratios = cell["ratios"]
-        rows.append([cell["impl"], cell["learner"], cell["num_envs"], cell["num_actors"],
+        learner = cell["learner"] + (f" ({cell['minibatch']})" if "minibatch" in cell else "")
+        rows.append([cell["impl"], learner, cell["num_envs"], cell["num_actors"],
                      f"{statistics.median(cell['acting_ms']):.1f}", f"{statistics.median(cell['learning_ms']):.1f}",
                      format_rate(statistics.median(cell[SYNCHRONOUS])), format_rate(statistics.median(cell[PIPELINED])),
                      f"{statistics.median(cell['pipelined_cores']):.2f}",
@@ -227,7 +260,8 @@ def load_average() -> str:
 def describe(cycles: int, rounds: int, blas_threads, torch_threads) -> str:
     return (f"vecsim/CartPole-v1, steps_per_cycle={STEPS_PER_CYCLE}, policy MLP {len(HIDDEN)}x{HIDDEN[0]} (tanh) run by "
             f"the actors; learner step = a gradient step on the whole batch, minibatch = a gradient step on "
-            f"{MINIBATCH_STEPS} x num_envs samples of it, none = acting alone; ms per cycle acting and learning "
+            f"{MINIBATCH_STEPS} x num_envs samples of it, balanced = on as many samples as make learning a cycle "
+            f"cost what acting it costs on this machine (in brackets: the samples), none = acting alone; ms per cycle acting and learning "
             f"from the synchronous runs; pipelined cores = the process's CPU seconds per second during the "
             f"pipelined runs, actors' and learner's cores = those of the actor threads and of the learner's thread "
             f"(time.thread_time); env steps/s of Pipeline.run over {cycles} cycles after a warm-up run of the same "
@@ -244,7 +278,8 @@ def main(argv=None) -> int:
     parser.add_argument("--impls", nargs="+", choices=IMPLS, default=["numpy"])
     parser.add_argument("--learners", nargs="+", choices=LEARNERS, default=list(LEARNERS),
                         help="step: a gradient step on the whole batch; minibatch: on MINIBATCH_STEPS x num_envs "
-                             "samples of it; none: acting alone (env steps and inference)")
+                             "samples of it; balanced: on as many samples as make learning cost what acting costs "
+                             "here (measured first); none: acting alone (env steps and inference)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--blas-threads", type=int, help="limit BLAS (OpenBLAS, MKL) to N threads (threadpoolctl)")
