@@ -42,6 +42,8 @@ SYNCHRONOUS, PIPELINED = "synchronous", "pipelined"
 
 
 LEARNERS = ("step", "minibatch", "balanced", "none")
+#: The learners that step on a minibatch of each batch (NumPy's Reinforce only).
+MINIBATCH_LEARNERS = ("minibatch", "balanced")
 #: The minibatch learner's samples per env and cycle: a sixth of each batch of ``STEPS_PER_CYCLE``
 #: steps, where one gradient step cost about as much as acting the cycle (16 and 256 envs) on a
 #: CPU with AVX-512; the balanced learner finds that size on the machine it runs on.
@@ -103,12 +105,12 @@ def make_agent(impl: str, learner: str = "step", num_envs: int | None = None, mi
         raise ValueError(f"learner must be one of {LEARNERS}, but got learner={learner!r}")
     if learner == "none":
         return ActingOnly(make_agent(impl))
-    if learner in ("minibatch", "balanced") and impl != "numpy":
+    if learner in MINIBATCH_LEARNERS and impl != "numpy":
         raise ValueError(f"the {learner} learner is NumPy's Reinforce, but got impl={impl!r}")
     if impl == "numpy":
         from vecsim.pipeline.agents import Reinforce
 
-        if learner in ("minibatch", "balanced"):
+        if learner in MINIBATCH_LEARNERS:
             if num_envs is None:
                 raise ValueError(f"the {learner} learner needs num_envs (its minibatch is a number of samples per env)")
             size = minibatch_size(learner, num_envs) if minibatch is None else minibatch
@@ -124,8 +126,9 @@ def make_agent(impl: str, learner: str = "step", num_envs: int | None = None, mi
 def run_metrics(impl: str, num_envs: int, mode: str, num_actors: int, cycles: int,
                 steps_per_cycle: int = STEPS_PER_CYCLE, learner: str = "step", minibatch: int | None = None):
     """``(metrics, cores)``: the ``PipelineMetrics`` of ``Pipeline.run(cycles)`` after a warm-up
-    run of 2 cycles of the same loop (pipelined, its actors have played ahead meanwhile), and the cores the process got meanwhile (its CPU seconds, every thread's, per
-    wall-clock second: a pipelined run that gets no second core cannot overlap anything)."""
+    run of 2 cycles of the same loop (pipelined, its actors have played ahead meanwhile), and
+    the cores the process got meanwhile (its CPU seconds, every thread's, per wall-clock second:
+    a pipelined run that gets no second core cannot overlap anything)."""
     from vecsim.pipeline import Pipeline
 
     agent = make_agent(impl, learner, num_envs, minibatch)
@@ -182,7 +185,7 @@ def configurations(sizes, actors, impls, learners=("step",)):
     """``(impl, learner, num_envs, num_actors)`` cells; each is measured synchronous and pipelined.
     The minibatch learner is NumPy's alone."""
     return [(impl, learner, n, a) for impl in impls for learner in learners for n in sizes for a in actors
-            if learner not in ("minibatch", "balanced") or impl == "numpy"]
+            if learner not in MINIBATCH_LEARNERS or impl == "numpy"]
 
 
 def measure(sizes=NUM_ENVS, actors=ACTORS, impls=("numpy",), rounds: int = 5, cycles: int = 20, progress=None,
@@ -213,7 +216,7 @@ def measure(sizes=NUM_ENVS, actors=ACTORS, impls=("numpy",), rounds: int = 5, cy
                     cell["acting_ms"].append(1e3 * (metrics.seconds - metrics.learn_seconds) / metrics.cycles)
     for cell in results:
         cell["ratios"] = [p / s for p, s in zip(cell[PIPELINED], cell[SYNCHRONOUS])]
-        if cell["learner"] in ("minibatch", "balanced"):
+        if cell["learner"] in MINIBATCH_LEARNERS:
             cell["minibatch"] = minibatch_size(cell["learner"], cell["num_envs"])
     return results
 
