@@ -10,11 +10,14 @@ fit table of the bottle. A search node is
      frame-counter parity)
 
 so two input histories merge only when every later frame plays out the same. The first time
-the search locks a pose is its fewest frames to lock. Nodes that cannot lock any pose
-sooner than another node are not expanded, and the search runs first within a horizon of
-frames just past a lower bound on the last lock, where counters that cannot fire before it
-merge (``search`` and ``search_within`` give the rules); the tests hold the costs equal to
-those of the unpruned search over ``rules.pill_frame``. ``plan_envs`` searches many envs in
+the search locks a pose is its fewest frames to lock. It runs first greedy, Down held on
+every soft-drop frame: that makes every drop attempt its earliest (``greedy_fall``), so each
+pose it locks costs the fewest frames its row allows, and most placements are settled
+there. For those left, nodes that cannot lock any pose sooner than another node are not
+expanded, and the search runs within a horizon of frames just past a lower bound on the
+last lock, where counters that cannot fire before it merge (``search`` and
+``search_within`` give the rules); the tests hold the costs equal to those of the unpruned
+search over ``rules.pill_frame``. ``plan_envs`` searches many envs in
 one call on Numba's threads (masks and costs; ``plan`` keeps the tree for ``script``).
 
 Placements are encoded as ``action = o * 128 + row * 8 + col`` (512 actions): ``(row, col)``
@@ -200,12 +203,13 @@ def pose_graph(fit, moves, pred_start, pred):
 
 
 @exact
-def reachable_locks(fit, moves, x0, y0, rot0, threshold, seen, queue):
+def reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, seen, queue):
     """``(count, bound)``: the number of actions whose lock pose ``pose_graph`` reaches from
-    the pose (x0, y0, rot0), and the largest of their lower bounds on frames to lock
-    (``frames_to_lock`` for the rows; two frames a column to the right, as rotations move the
-    pill only left and a Right press or repeat comes at most every other frame), on
-    ``pose_moves``'s table ``moves``. ``seen`` and ``queue`` (512,) are scratch."""
+    the pose (x0, y0, rot0), and the largest lower bound on frames to lock of those still
+    without a cost in ``cost`` (``frames_to_lock`` for the rows; two frames a column to the
+    right, as rotations move the pill only left and a Right press or repeat comes at most
+    every other frame), on ``pose_moves``'s table ``moves``. ``seen`` and ``queue`` (512,) are
+    scratch."""
     for p in range(512):
         seen[p] = 0
     p0 = x0 + 8 * y0 + 128 * rot0
@@ -219,7 +223,8 @@ def reachable_locks(fit, moves, x0, y0, rot0, threshold, seen, queue):
         x, y, rot = p % 8, (p // 8) % 16, p // 128
         if is_lock_pose(fit, x, y, rot) and pose_action(x, y, rot) >= 0:
             count += 1
-            bound = max(bound, frames_to_lock(y0 - y, threshold), 2 * (x - x0))
+            if cost[pose_action(x, y, rot)] == UNREACHABLE:
+                bound = max(bound, frames_to_lock(y0 - y, threshold), 2 * (x - x0))
         for m in range(7):
             q = pose_move(moves, p, m)
             if q >= 0 and seen[q] == 0:
@@ -319,10 +324,27 @@ def clear_twin_marks(visited, node_slots, lo, hi):
         visited[(node_slots[k] & TWIN_KEY) >> 4] &= np.uint16(~(15 << TWIN_NIBBLE) & 0xFFFF)
 
 
+@exact
+def greedy_fall(threshold, sc0, fc0, rows):
+    """The frame of the earliest drop attempt that can end a fall of ``rows`` rows: Down
+    held on every soft-drop frame, gravity firing on the others, is the schedule that makes
+    every drop attempt its earliest (no schedule makes its j-th attempt sooner)."""
+    sc, d, k = sc0, 0, 0
+    while True:
+        k += 1
+        sc += 1
+        if (((fc0 + k) & 1) == 1 and threshold > 0) or sc > threshold:
+            sc = 0
+            if d == rows:
+                return k
+            d += 1
+
+
 #: Frame layers between two ``mark_useful`` calls (a mark left from before a lock was found
 #: prunes less, never wrongly).
 MARK_EVERY = 2
-#: Frames added to ``reachable_locks``'s bound for ``search``'s horizons, tried in turn.
+#: Frames added to ``reachable_locks``'s bound for the horizons of ``search``'s runs after the
+#: greedy one, tried in turn.
 HORIZON_SLACKS = (2, 6)
 
 
@@ -338,20 +360,34 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     when they overflow the node arrays (``visited`` is then left marked: clear it with
     ``clear_visited``).
 
-    ``search_within`` horizons a little past the lower bound of ``reachable_locks``
-    (``HORIZON_SLACKS``), each tried when some lock pose of the pose graph is still without a
-    cost within the one before, then one no lock can pass: a row falls at least every T + 1
-    frames, so the pill locks within (y0 + 1) * (T + 1) frames."""
+    First the greedy run (``search_within`` with ``greedy``): Down held on every soft-drop
+    frame, so every drop attempt comes at its earliest (``greedy_fall``) and a pose it locks
+    locks at the earliest frame its row allows: those costs are final. Then, while a lock pose
+    of the pose graph (``reachable_locks``) is still without a cost, runs with horizons a
+    little past the lower bound of ``reachable_locks`` on those left (``HORIZON_SLACKS``), then
+    one no lock can pass: a row falls at least every T + 1 frames, so the pill locks within
+    (y0 + 1) * (T + 1) frames.
+    The greedy run's nodes stay the tree's first (its scripts); each later run searches again
+    after them."""
     fit_table(board, i, fit)
     pose_graph(fit, moves, pred_start, pred)
-    targets, bound = reachable_locks(fit, moves, x0, y0, rot0, threshold, useful, queue)
+    for a in range(N_ACTIONS):
+        cost[a] = UNREACHABLE
+        lock_node[a] = -1
+        lock_button[a] = 0
+    targets, _ = reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, useful, queue)
+    n, left = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets,
+                            greedy_fall(threshold, sc0, fc0, y0), 1, True, cost, lock_node, lock_button, parent,
+                            button, node_slots, visited, fit, pred_start, pred, moves, useful, queue)
+    if n < 0 or left == 0 or threshold == 0:
+        return n  # at T = 0 every frame drops, so the greedy run held nothing back
+    first = n
+    _, bound = reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, useful, queue)
     latest = (y0 + 1) * (threshold + 1)
-    n = 0
     for tier in range(len(HORIZON_SLACKS) + 1):
         horizon = min(bound + HORIZON_SLACKS[tier], latest) if tier < len(HORIZON_SLACKS) else latest
-        if tier > 0:
-            clear_visited(visited, node_slots, n)
-        n, left = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
+        clear_visited(visited, node_slots, n)
+        n, left = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, False,
                                 cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start,
                                 pred, moves, useful, queue)
         if n < 0 or left == 0 or horizon == latest:
@@ -360,13 +396,16 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
 
 
 @exact
-def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
+def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, greedy,
                   cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred,
                   moves, useful, queue):
     """``search`` up to ``horizon`` frames on the fit table and pose graph ``search`` built,
-    stopping once ``targets`` actions have a cost. Returns ``(n, left)``: the visited node
-    count (``search``'s, -n on overflow) and how many of the ``targets`` have no cost. Every
-    cost up to ``horizon`` is exact, and with ``left == 0`` every cost is.
+    stopping once ``targets`` actions have a cost. Nodes ``1..first-1`` are an earlier run's
+    and its costs (those with a lock node among them) are kept; this run's nodes follow them.
+    ``greedy``: Down held on every soft-drop frame, no other d-pad input there. Returns ``(n,
+    left)``: the visited node count (``search``'s, -n on overflow) and how many of the
+    ``targets`` have no cost. Every cost up to ``horizon`` is exact (a greedy run's too: no
+    script locks a pose sooner than its greedy fall), and with ``left == 0`` every cost is.
 
     The unpruned search's costs with fewer nodes and inputs, each rule exact:
 
@@ -389,15 +428,21 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
       at the layer's end);
     * a node whose pose has no path to a lock pose still without a cost is not expanded
       (``mark_useful``, marked again at most every ``MARK_EVERY`` layers): costs found are
-      final, and every frame is a path of ``pose_graph``; nor one that cannot fall to the highest of them before the horizon (``frames_to_lock``);
+      final, and every frame is a path of ``pose_graph``; nor one that cannot fall to the
+      highest of them before the horizon (``frames_to_lock``);
     * the search ends when every action with a lock pose in the pose graph has a cost.
     """
     left = targets
     for a in range(N_ACTIONS):
-        cost[a] = UNREACHABLE
-        lock_node[a] = -1
-        lock_button[a] = 0
-    n = 1
+        if 0 < lock_node[a] < first:
+            left -= 1  # found by the greedy run, final
+        else:
+            cost[a] = UNREACHABLE
+            lock_node[a] = -1
+            lock_button[a] = 0
+    if left == 0:
+        return first, 0
+    n = first
     parent[0] = -1
     button[0] = 0
     node_slots[0] = -1
@@ -456,6 +501,8 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             soft = dpad == BTN_DOWN
             if soft and not soft_frame:
                 continue  # the same successors as no d-pad
+            if greedy and soft_frame and not soft:
+                continue  # a greedy run holds Down on every soft-drop frame
             if skip_shared and d != 1:
                 continue  # a twin expanded before gave these successors
             p1 = p
@@ -521,7 +568,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                 button[n] = dpad | (ab << 6)
                 node_slots[n] = slot
                 n += 1
-        head += 1
+        head = first if head == 0 else head + 1
     clear_twin_marks(visited, node_slots, layer_start, head)
     return n, left
 

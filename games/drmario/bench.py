@@ -220,7 +220,7 @@ def _stage_calls(stage, calls, board, threshold, x0, y0, rot0, sc0, hv0, held0, 
         elif stage == 1:
             _planner.pose_graph(fit, moves, pred_start, pred)
         elif stage == 2:
-            _planner.reachable_locks(fit, moves, x0, y0, rot0, threshold, useful, queue)
+            _planner.reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, useful, queue)
         elif stage == 3:
             _planner.mark_useful(fit, cost, pred_start, pred, useful, queue)
         else:

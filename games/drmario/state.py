@@ -17,9 +17,10 @@ from vecsim.games.drmario.tables import SPEED_TABLE
 N_PLACEMENTS = 512
 #: 16-bit words of the search's visited bitmap at the slowest gravity (``(T + 1) << 14``).
 VISITED_WORDS = (int(SPEED_TABLE.max()) + 1) << 14
-#: Nodes a search may visit: one a bit of the visited bitmap, so no search outgrows it (its
-#: pages are mapped only as far as a search reaches).
-NODE_CAPACITY = VISITED_WORDS * 16
+#: Nodes a search may keep: one a bit of the visited bitmap for each of the two runs whose
+#: nodes stay (the greedy run and the last), so no search outgrows it (its pages are mapped
+#: only as far as a search reaches).
+NODE_CAPACITY = 2 * VISITED_WORDS * 16
 #: Frames a placement's script may take: the pill locks within 16 rows of gravity.
 SCRIPT_CAPACITY = 16 * (int(SPEED_TABLE.max()) + 1)
 #: Nodes of a search's tree kept per env for the step (the paths to its locks, int16 parents);

@@ -82,3 +82,36 @@ def test_unreachable_pose_and_errors(planner):
         planner_mod.script(plan, 0 * 128 + 15 * 8 + 0)
     with pytest.raises(ValueError, match="plan env index"):
         planner_mod.plan(s, 3, planner)
+
+
+def _earliest_attempts(threshold, sc0, fc0, count):
+    """The earliest frame of each of the first ``count`` drop attempts over every schedule of
+    Down presses (``rules.pill_frame``'s Y stage), by dynamic programming over the gravity
+    counter: the most attempts each counter value can have made by each frame."""
+    best, first = {sc0: 0}, [None] * count
+    frame = 0
+    while first[-1] is None:
+        frame += 1
+        soft_frame = (fc0 + frame) & 1 == 1
+        reached = {}
+        for sc, made in best.items():
+            choices = [(0, made + 1) if sc + 1 > threshold else (sc + 1, made)]
+            if soft_frame:
+                choices.append((0, made + 1))  # Down held
+            for nsc, n in choices:
+                reached[nsc] = max(reached.get(nsc, -1), n)
+                if 1 <= n <= count and first[n - 1] is None:
+                    first[n - 1] = frame
+        best = reached
+    return first
+
+
+@pytest.mark.parametrize("threshold", [0, 1, 2, 3, 7, 19, 39])
+def test_greedy_fall_is_the_earliest_drop_attempt_of_any_schedule(threshold):
+    """The greedy run's costs are final because no Down schedule makes any drop attempt
+    sooner than Down on every soft-drop frame (gravity on the others) does."""
+    for sc0 in range(threshold + 1):
+        for fc0 in (0, 1):
+            want = _earliest_attempts(threshold, sc0, fc0, 16)
+            got = [planner_mod.greedy_fall(threshold, sc0, fc0, rows) for rows in range(16)]
+            assert got == want, (threshold, sc0, fc0)
