@@ -10,14 +10,14 @@ fit table of the bottle. A search node is
      frame-counter parity)
 
 so two input histories merge only when every later frame plays out the same. The first time
-the search locks a pose is its fewest frames to lock. It runs first greedy, Down held on
-every soft-drop frame: that makes every drop attempt its earliest (``greedy_fall``), so each
-pose it locks costs the fewest frames its row allows, and most placements are settled
-there. For those left, nodes that cannot lock any pose sooner than another node are not
-expanded, and the search runs within a horizon of frames just past a lower bound on the
-last lock, where counters that cannot fire before it merge (``search`` and
-``search_within`` give the rules); the tests hold the costs equal to those of the unpruned
-search over ``rules.pill_frame``. ``plan_envs`` searches many envs in
+the search locks a pose is its fewest frames to lock. It runs first by lag, the drop
+attempts a path is behind Down held on every soft-drop frame (``greedy_fall``): the run
+without lag settles most placements at the fewest frames their row allows, and a run of one
+or two skipped soft drops the rest. Nodes that cannot lock any pose sooner than another node
+are not expanded, and the search ends by a horizon of frames past a lower bound on the last
+lock, where counters that cannot fire before it merge (``search`` and ``search_within``
+give the rules); the tests hold the costs equal to those of the unpruned search over
+``rules.pill_frame``. ``plan_envs`` searches many envs in
 one call on Numba's threads (masks and costs; ``plan`` keeps the tree for ``script``).
 
 Placements are encoded as ``action = o * 128 + row * 8 + col`` (512 actions): ``(row, col)``
@@ -346,6 +346,12 @@ MARK_EVERY = 2
 #: Frames added to ``reachable_locks``'s bound for the horizons of ``search``'s runs after the
 #: greedy one, tried in turn.
 HORIZON_SLACKS = (2, 6)
+#: Greedy runs by lag (``search``): the first holds Down on every soft-drop frame, each next
+#: one starts from the frames the one before skipped a soft drop on.
+LAG_RUNS = 4
+#: A seed's depth sits above its slot (``node_slot`` < 2**25 for T < 128).
+SEED_DEPTH = 25
+SEED_SLOT = (1 << SEED_DEPTH) - 1
 
 
 @exact
@@ -360,15 +366,23 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     when they overflow the node arrays (``visited`` is then left marked: clear it with
     ``clear_visited``).
 
-    First the greedy run (``search_within`` with ``greedy``): Down held on every soft-drop
-    frame, so every drop attempt comes at its earliest (``greedy_fall``) and a pose it locks
-    locks at the earliest frame its row allows: those costs are final. Then, while a lock pose
-    of the pose graph (``reachable_locks``) is still without a cost, runs with horizons a
-    little past the lower bound of ``reachable_locks`` on those left (``HORIZON_SLACKS``), then
-    one no lock can pass: a row falls at least every T + 1 frames, so the pill locks within
-    (y0 + 1) * (T + 1) frames.
-    The greedy run's nodes stay the tree's first (its scripts); each later run searches again
-    after them."""
+    Runs by lag first. A node's lag is the number of drop attempts the greedy schedule (Down
+    held on every soft-drop frame, ``greedy_fall``) has made by its frame and it has not; a
+    lock's lag orders its frame (for one pose, more lag is a later lock). Lag grows by one on a
+    soft-drop frame without a drop attempt and falls only when gravity fires on another frame,
+    which takes T + 1 frames without one: after that it is at least (T - sc0) // 2 - 1. So
+    below that bound a path's lag never falls, and runs by lag in turn (``LAG_RUNS`` at most),
+    each by frame layers, find every pose at its fewest frames: run 0 holds Down on every
+    soft-drop frame; a frame that skips a soft drop is the next run's seed; a pose locked in
+    any run is final. The runs share the visited bitmap (a node first met in a run of less
+    lag, or earlier in the same run, was reached no later), so no node is met twice.
+
+    Then, while a lock pose of the pose graph (``reachable_locks``) is still without a cost,
+    runs with horizons a little past the lower bound of ``reachable_locks`` on those left
+    (``HORIZON_SLACKS``), then one no lock can pass: a row falls at least every T + 1 frames,
+    so the pill locks within (y0 + 1) * (T + 1) frames. Every run's nodes stay in the tree
+    (their scripts), each later one after those of the runs before; seeds wait at the top of
+    the node arrays, their depth above their slot (``SEED_DEPTH``)."""
     fit_table(board, i, fit)
     pose_graph(fit, moves, pred_start, pred)
     for a in range(N_ACTIONS):
@@ -376,36 +390,51 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
         lock_node[a] = -1
         lock_button[a] = 0
     targets, _ = reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, useful, queue)
-    n, left = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets,
-                            greedy_fall(threshold, sc0, fc0, y0), 1, True, cost, lock_node, lock_button, parent,
-                            button, node_slots, visited, fit, pred_start, pred, moves, useful, queue)
+    latest = (y0 + 1) * (threshold + 1)
+    runs = max(1, min(LAG_RUNS, (threshold - sc0) // 2 - 1))
+    horizon = min(greedy_fall(threshold, sc0, fc0, y0) + 2 * runs, latest)
+    cap = parent.shape[0]
+    seed_read = top = cap
+    n, left = 1, targets
+    for lag in range(runs):
+        n, left, new_top = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
+                                         n, lag == 0, True, lag + 1 < runs, seed_read, top, cost, lock_node,
+                                         lock_button, parent, button, node_slots, visited, fit, pred_start, pred,
+                                         moves, useful, queue)
+        seed_read, top = top, new_top
+        if n < 0 or left == 0:
+            break
+    for k in range(top, cap):  # seeds left over, and the copies of those taken
+        visited[(node_slots[k] & SEED_SLOT) >> 4] = 0
     if n < 0 or left == 0 or threshold == 0:
         return n  # at T = 0 every frame drops, so the greedy run held nothing back
     first = n
     _, bound = reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, useful, queue)
-    latest = (y0 + 1) * (threshold + 1)
     for tier in range(len(HORIZON_SLACKS) + 1):
         horizon = min(bound + HORIZON_SLACKS[tier], latest) if tier < len(HORIZON_SLACKS) else latest
         clear_visited(visited, node_slots, n)
-        n, left = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, False,
-                                cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start,
-                                pred, moves, useful, queue)
+        n, left, _ = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, True,
+                                   False, False, cap, cap, cost, lock_node, lock_button, parent, button,
+                                   node_slots, visited, fit, pred_start, pred, moves, useful, queue)
         if n < 0 or left == 0 or horizon == latest:
             break
     return n
 
 
 @exact
-def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, greedy,
-                  cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred,
+def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, root, greedy, seeding,
+                  seed_read, seed_top, cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred,
                   moves, useful, queue):
     """``search`` up to ``horizon`` frames on the fit table and pose graph ``search`` built,
-    stopping once ``targets`` actions have a cost. Nodes ``1..first-1`` are an earlier run's
-    and its costs (those with a lock node among them) are kept; this run's nodes follow them.
-    ``greedy``: Down held on every soft-drop frame, no other d-pad input there. Returns ``(n,
-    left)``: the visited node count (``search``'s, -n on overflow) and how many of the
-    ``targets`` have no cost. Every cost up to ``horizon`` is exact (a greedy run's too: no
-    script locks a pose sooner than its greedy fall), and with ``left == 0`` every cost is.
+    stopping once ``targets`` actions have a cost. Nodes ``1..first-1`` are earlier runs' and
+    their costs (those with a lock node among them) are kept; this run's nodes follow them,
+    from the root when ``root``, and from the seeds ``seed_read - 1`` down to ``seed_top`` of
+    the node arrays, which join their frame layer. ``greedy``: a run by lag (``search``), Down
+    held on every soft-drop frame; its inputs that skip a soft drop become the next run's seeds
+    below ``seed_top`` when ``seeding``, else are dropped. Returns ``(n, left, top)``: the
+    visited node count (``search``'s, -n on overflow), how many of the ``targets`` have no
+    cost, and the lowest seed written. Every cost up to ``horizon`` is exact (a greedy run's
+    as ``search`` says), and with ``left == 0`` every cost is.
 
     The unpruned search's costs with fewer nodes and inputs, each rule exact:
 
@@ -441,24 +470,38 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             lock_node[a] = -1
             lock_button[a] = 0
     if left == 0:
-        return first, 0
+        return first, 0, seed_top
     n = first
     parent[0] = -1
     button[0] = 0
     node_slots[0] = -1
-    head = 0
+    head = 0 if root else first
     depth = -1
-    layer_start = layer_end = 0  # this frame layer's first node, the next one's
+    layer_start = layer_end = head  # this frame layer's first node, the next one's
+    seeds_end = seed_top  # this run's seeds are seed_read - 1 down to seeds_end, by depth
+    top = seed_top  # the next run's seeds go below it
     found = True  # a lock cost was found since ``useful`` was last marked
     next_mark = 0
-    while head < n:
+    while True:
         if head == layer_end:
             clear_twin_marks(visited, node_slots, layer_start, layer_end)
             layer_start = layer_end
+            if head == n and seed_read == seeds_end:
+                break
             depth += 1
             if depth == horizon:
                 break
+            while seed_read > seeds_end and node_slots[seed_read - 1] >> SEED_DEPTH == depth:
+                if n == top:
+                    return -n, left, top
+                seed_read -= 1  # the seeds of this depth join the layer
+                parent[n] = parent[seed_read]
+                button[n] = button[seed_read]
+                node_slots[n] = node_slots[seed_read] & SEED_SLOT
+                n += 1
             layer_end = n
+            if head == layer_end:
+                continue
             if found and depth >= next_mark:
                 mark_useful(fit, cost, pred_start, pred, useful, queue)
                 found = False
@@ -501,8 +544,11 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             soft = dpad == BTN_DOWN
             if soft and not soft_frame:
                 continue  # the same successors as no d-pad
-            if greedy and soft_frame and not soft:
-                continue  # a greedy run holds Down on every soft-drop frame
+            # On a soft-drop frame an input without a drop attempt is a greedy run's skip:
+            # its successors are the next run's seeds, or dropped when there is none.
+            skip = greedy and soft_frame and not soft and not g_drop
+            if skip and not seeding:
+                continue
             if skip_shared and d != 1:
                 continue  # a twin expanded before gave these successors
             p1 = p
@@ -519,7 +565,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                         left -= 1
                         if left == 0:
                             clear_twin_marks(visited, node_slots, layer_start, head + 1)
-                            return n, 0
+                            return n, 0, top
                     continue
                 p1 = q
             else:
@@ -560,17 +606,23 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                 slot = node_slot(q & 7, (q >> 3) & 15, q >> 7, nsc, mhv, lr, ab, parity)
                 if dominated(visited, slot, ab, lr, True):
                     continue
-                if n == parent.shape[0]:
+                if n == top:
                     clear_twin_marks(visited, node_slots, layer_start, head + 1)
-                    return -n, left
+                    return -n, left, top
                 visited[slot >> 4] |= np.uint16(1 << (slot & 15))
-                parent[n] = head
-                button[n] = dpad | (ab << 6)
-                node_slots[n] = slot
-                n += 1
+                k = n
+                if skip:
+                    top -= 1
+                    k = top
+                    slot |= (depth + 1) << SEED_DEPTH
+                else:
+                    n += 1
+                parent[k] = head
+                button[k] = dpad | (ab << 6)
+                node_slots[k] = slot
         head = first if head == 0 else head + 1
     clear_twin_marks(visited, node_slots, layer_start, head)
-    return n, left
+    return n, left, top
 
 
 @exact

@@ -17,9 +17,10 @@ from vecsim.games.drmario.tables import SPEED_TABLE
 N_PLACEMENTS = 512
 #: 16-bit words of the search's visited bitmap at the slowest gravity (``(T + 1) << 14``).
 VISITED_WORDS = (int(SPEED_TABLE.max()) + 1) << 14
-#: Nodes a search may keep: one a bit of the visited bitmap for each of the two runs whose
-#: nodes stay (the greedy run and the last), so no search outgrows it (its pages are mapped
-#: only as far as a search reaches).
+#: Nodes a search may keep: one a bit of the visited bitmap twice over, so no search outgrows
+#: it (the planner's runs by lag share one bitmap, but a seed waits at the top of the arrays
+#: before it joins them; the run after them starts the bitmap anew). Its pages are mapped only
+#: as far as a search reaches.
 NODE_CAPACITY = 2 * VISITED_WORDS * 16
 #: Frames a placement's script may take: the pill locks within 16 rows of gravity.
 SCRIPT_CAPACITY = 16 * (int(SPEED_TABLE.max()) + 1)

@@ -42,8 +42,10 @@ def test_planner_profile_times_every_stage_of_a_search(capsys):
 
 @pytest.mark.slow
 def test_planner_profile_times_searches_that_outgrow_a_new_planner(capsys):
-    """Level 5's eighth decision point visits more nodes than a new ``Planner`` holds."""
-    bench.main(["--planner-profile", "--level", "5", "--planner-decisions", "8", "--profile-calls", "1"])
+    """Level 3 at low speed: its thirteenth decision point visits more nodes than a new
+    ``Planner`` holds."""
+    bench.main(["--planner-profile", "--level", "3", "--speed", "0", "--planner-decisions", "13", "--profile-calls",
+                "1"])
     out = capsys.readouterr().out
     largest = int(out.split("search nodes")[1].split("max")[1].split(")")[0])
     assert largest > 1 << 15

@@ -115,3 +115,29 @@ def test_greedy_fall_is_the_earliest_drop_attempt_of_any_schedule(threshold):
             want = _earliest_attempts(threshold, sc0, fc0, 16)
             got = [planner_mod.greedy_fall(threshold, sc0, fc0, rows) for rows in range(16)]
             assert got == want, (threshold, sc0, fc0)
+
+
+@pytest.mark.parametrize("threshold", [1, 2, 3, 7, 19, 39])
+def test_lag_falls_only_past_the_bound_the_runs_by_lag_stay_below(threshold):
+    """``search``'s runs by lag are exact while lag never falls below their bound: over every
+    Down schedule, once gravity fires where the greedy schedule makes no drop attempt, the lag
+    (the greedy schedule's drop attempts less the path's) is at least (T - sc0) // 2 - 1."""
+    frames = 2 * threshold + 40
+    for sc0 in range(threshold + 1):
+        for fc0 in (0, 1):
+            greedy = {planner_mod.greedy_fall(threshold, sc0, fc0, rows) for rows in range(frames)}
+            states, lowest = {(sc0, 0, False)}, None
+            for frame in range(1, frames + 1):
+                soft_frame = (fc0 + frame) & 1 == 1
+                reached = set()
+                for sc, lag, fell in states:
+                    for down in (False, True) if soft_frame else (False,):
+                        attempt = down or sc + 1 > threshold
+                        new_lag = lag + (frame in greedy) - attempt
+                        new_fell = fell or new_lag < lag
+                        if new_fell:
+                            lowest = new_lag if lowest is None else min(lowest, new_lag)
+                        if new_lag <= threshold + 3:
+                            reached.add((0 if attempt else sc + 1, new_lag, new_fell))
+                states = reached
+            assert lowest is None or lowest >= (threshold - sc0) // 2 - 1, (threshold, sc0, fc0, lowest)
