@@ -344,7 +344,7 @@ def greedy_fall(threshold, sc0, fc0, rows):
 #: prunes less, never wrongly).
 MARK_EVERY = 2
 #: Frames added to ``reachable_locks``'s bound for the horizons of ``search``'s runs after the
-#: greedy one, tried in turn.
+#: runs by lag, tried in turn.
 HORIZON_SLACKS = (2, 6)
 #: Greedy runs by lag (``search``): the first holds Down on every soft-drop frame, each next
 #: one starts from the frames the one before skipped a soft drop on.
@@ -423,8 +423,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
 
 @exact
 def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, root, greedy, seeding,
-                  seed_read, seed_top, cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred,
-                  moves, useful, queue):
+                  seed_read, seed_top, cost, lock_node, lock_button, parent, button, node_slots, visited, fit,
+                  pred_start, pred, moves, useful, queue):
     """``search`` up to ``horizon`` frames on the fit table and pose graph ``search`` built,
     stopping once ``targets`` actions have a cost. Nodes ``1..first-1`` are earlier runs' and
     their costs (those with a lock node among them) are kept; this run's nodes follow them,
@@ -464,7 +464,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
     left = targets
     for a in range(N_ACTIONS):
         if 0 < lock_node[a] < first:
-            left -= 1  # found by the greedy run, final
+            left -= 1  # found by an earlier run, final
         else:
             cost[a] = UNREACHABLE
             lock_node[a] = -1
