@@ -35,10 +35,12 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import prange
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from vecsim.core.jit import exact
 from vecsim.engine.chooser import numba_threads
 from vecsim.games.drmario import BUTTONS, rules
+from vecsim.games.drmario.state import REACH_OPEN, REACH_SIZE
 from vecsim.games.drmario.tables import BASE_SPEED, BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
 
 N_ACTIONS = 512
@@ -105,8 +107,8 @@ def rotate_fit(fit, x, y, rot, held):
 
 
 #: Columns of a pose's row of ``pose_moves``: the turns (``TURN + 4 * left_held + ab``), a
-#: drop, a step left or right, the pose's action.
-TURN, DROP, LEFT, RIGHT, ACTION = 0, 8, 9, 10, 11
+#: drop, a step left or right, the pose's action, its lock bit (``lock_reach``).
+TURN, DROP, LEFT, RIGHT, ACTION, LOCK = 0, 8, 9, 10, 11, 12
 #: ``pose_moves``'s row length and the codes of a blocked step: by a tile (the charge goes to
 #: 15) or by the wall (the charge is kept).
 MOVES_ROW, BLOCKED, WALL = 16, -1, -2
@@ -120,8 +122,8 @@ def pose_moves(fit, moves):
     controller byte's bits 6-7: 1 B, 2 A; A turns before B, a rejected B undoing A; the pose
     itself when nothing turns); ``DROP``: the
     pose a row below, ``BLOCKED`` when the pill locks; ``LEFT``, ``RIGHT``: the pose a column
-    over, ``BLOCKED`` or ``WALL``; ``ACTION``: ``pose_action``. Rows of poses that do not
-    fit are left as they are."""
+    over, ``BLOCKED`` or ``WALL``; ``ACTION``: ``pose_action``; ``LOCK``: -1 (``lock_reach``
+    numbers the lock poses). Rows of poses that do not fit are left as they are."""
     for p in range(512):
         x, y, rot = p % 8, (p // 8) % 16, p // 128
         if not fits_at(fit, x, y, rot):
@@ -148,11 +150,12 @@ def pose_moves(fit, moves):
         moves[row + LEFT] = WALL if x == 0 else (p - 1 if fits_at(fit, x - 1, y, rot) else BLOCKED)
         moves[row + RIGHT] = WALL if x == 6 + (rot & 1) else (p + 1 if fits_at(fit, x + 1, y, rot) else BLOCKED)
         moves[row + ACTION] = pose_action(x, y, rot)
+        moves[row + LOCK] = -1
 
 
 @exact(inline="always")
 def pose_move(moves, p, m):
-    """The pose after move ``m`` of ``pose_graph`` from pose ``p`` (a row of ``pose_moves``),
+    """The pose after move ``m`` of the pose graph from pose ``p`` (a row of ``pose_moves``),
     -1 when the move is blocked: 0 a drop, 1 left, 2 right, 3-6 a rotation (3, 4 A; 5, 6 B;
     3 and 5 with Left held)."""
     row = p * MOVES_ROW
@@ -168,43 +171,107 @@ def is_lock_pose(fit, x, y, rot):
     return fits_at(fit, x, y, rot) and (y == 0 or not fits_at(fit, x, y - 1, rot))
 
 
+#: The pose graph: the pill's moves with timing left out over the 512 poses
+#: ``x + 8 * y + 128 * rot`` (``pose_move``): a drop, a step left or right, a rotation A or B
+#: with or without Left held (its extra left). Every frame of the game is a path of it, so a
+#: pose with no path to a lock pose has none in the game.
+POSE_MOVES = 7
+
+
 @exact
-def pose_graph(fit, moves, pred_start, pred):
-    """The pill's moves with timing left out, as predecessor lists over the 512 poses
-    ``x + 8 * y + 128 * rot``: a drop, a step left or right, a rotation A or B (with or without
-    Left held for the extra left), ``pose_move``. Every frame of the game is a path here, so a
-    pose that reaches no lock pose in this graph reaches none in the game. ``pred[pred_start[p]:
-    pred_start[p + 1]]`` are the poses with a move into ``p``; ``moves`` (512 * 16,) int16 is
-    filled with ``pose_moves`` of ``fit`` first; ``pred_start`` (513,) int64, ``pred`` (512 * 7,)
-    int64."""
-    pose_moves(fit, moves)
-    for p in range(513):
-        pred_start[p] = 0
-    for phase in range(2):  # count, then fill
-        for p in range(512):
-            x, y, rot = p % 8, (p // 8) % 16, p // 128
-            if not fits_at(fit, x, y, rot):
-                continue
-            for m in range(7):
-                q = pose_move(moves, p, m)
-                if q < 0:
+def lock_reach(fit, moves, seen, locks, reach):
+    """Number the lock poses among the poses ``seen`` (512,) marks (``reachable_locks``) by row,
+    the highest first (``locks`` (512,) int64: ``locks[k]`` is the pose of bit ``k``; ``moves[p *
+    MOVES_ROW + LOCK]`` the bit of lock pose ``p``), and set ``reach[p * words:(p + 1) * words]``
+    (``reach`` (``REACH_SIZE``,) uint64) to the bits of the lock poses each marked pose ``p`` has
+    a path to. Returns the number of lock poses; ``words`` is ``max(1, ceil(count / 64))``.
+
+    A drop is the only move between rows, so rows go bottom up: a pose reaches its own lock
+    bit and what the pose below it reaches, then steps and rotations within its row pass bits
+    on until none changes."""
+    count = 0
+    for y in range(15, -1, -1):
+        for p in range(8 * y, 512, 128):
+            for x in range(8):
+                q = p + x
+                if seen[q] and is_lock_pose(fit, x, y, q >> 7) and moves[q * MOVES_ROW + ACTION] >= 0:
+                    moves[q * MOVES_ROW + LOCK] = count
+                    locks[count] = q
+                    count += 1
+    words = max(1, (count + 63) >> 6)
+    if words == 1:
+        pass_lock_bits(moves, seen, reach, 1)  # the common case, its word loops compiled away
+    else:
+        pass_lock_bits(moves, seen, reach, words)
+    return count
+
+
+@exact(inline="always")
+def pass_lock_bits(moves, seen, reach, words):
+    """``lock_reach``'s bits of each pose, row by row from the bottom, on its lock numbering."""
+    for y in range(16):
+        for p in range(8 * y, 512, 128):
+            for q in range(p, p + 8):
+                if not seen[q]:
                     continue
-                if phase == 0:
-                    pred_start[q + 1] += 1
-                else:
-                    pred[pred_start[q]] = p
-                    pred_start[q] += 1
-        if phase == 0:
-            for q in range(512):
-                pred_start[q + 1] += pred_start[q]
-    for q in range(511, -1, -1):  # the fill advanced each start to the next one's
-        pred_start[q + 1] = pred_start[q]
-    pred_start[0] = 0
+                below = moves[q * MOVES_ROW + DROP]
+                for w in range(words):
+                    reach[q * words + w] = 0
+                    if below >= 0:  # (a conditional expression would pass the bits through float64)
+                        reach[q * words + w] = reach[below * words + w]
+                k = moves[q * MOVES_ROW + LOCK]
+                if k >= 0:
+                    reach[q * words + (k >> 6)] |= np.uint64(1) << np.uint64(k & 63)
+            spread_steps(moves, seen, reach, p, words)
+        while True:
+            changed = False
+            for p in range(8 * y, 512, 128):
+                for q in range(p, p + 8):
+                    if not seen[q]:
+                        continue
+                    for turn in (1, 2, 5, 6):  # A or B, with Left held or not
+                        t = moves[q * MOVES_ROW + TURN + turn]
+                        if t == q:
+                            continue
+                        for w in range(words):
+                            bits = reach[q * words + w] | reach[t * words + w]
+                            if bits != reach[q * words + w]:
+                                reach[q * words + w] = bits
+                                changed = True
+            if not changed:
+                break
+            for p in range(8 * y, 512, 128):
+                spread_steps(moves, seen, reach, p, words)
+
+
+@exact(inline="always")
+def spread_steps(moves, seen, reach, p, words):
+    """The lock bits of the poses ``p..p + 7`` (a row of one rotation) passed on by steps left
+    and right: a run of poses the pill steps between shares them."""
+    for q in range(p + 1, p + 8):
+        if seen[q] and moves[q * MOVES_ROW + LEFT] == q - 1:
+            for w in range(words):
+                reach[q * words + w] |= reach[(q - 1) * words + w]
+    for q in range(p + 6, p - 1, -1):
+        if seen[q] and moves[q * MOVES_ROW + RIGHT] == q + 1:
+            for w in range(words):
+                reach[q * words + w] |= reach[(q + 1) * words + w]
+
+
+@exact(inline="always")
+def highest_open_row(reach, locks, p, words):
+    """The highest row of a lock pose still without a cost that pose ``p`` has a path to
+    (``lock_reach``), -1 when it has none."""
+    for w in range(words):
+        bits = reach[p * words + w] & reach[REACH_OPEN + w]
+        if bits != 0:
+            return (locks[64 * w + trailing_zeros(bits)] >> 3) & 15
+    return -1
 
 
 @exact
 def reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, seen, queue):
-    """``(count, bound)``: the number of actions whose lock pose ``pose_graph`` reaches from
+    """``(count, bound)``: the number of actions whose lock pose the pose graph reaches from
     the pose (x0, y0, rot0), and the largest lower bound on frames to lock of those still
     without a cost in ``cost`` (``frames_to_lock`` for the rows; two frames a column to the
     right, as rotations move the pill only left and a Right press or repeat comes at most
@@ -232,35 +299,6 @@ def reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, seen, queue):
                 queue[tail] = q
                 tail += 1
     return count, bound
-
-
-@exact
-def mark_useful(fit, cost, pred_start, pred, useful, queue):
-    """``useful[p]`` (512,) uint8: 1 + the highest row of a lock pose whose action has no cost
-    yet and which pose ``p`` has a path to (``pose_graph``), 0 when it has none."""
-    for p in range(512):
-        useful[p] = 0
-    head = tail = 0
-    for row in range(15, -1, -1):  # a pose marked from a higher row keeps that row
-        for p in range(8 * row, 512, 128):
-            for x in range(8):
-                q = p + x
-                rot = q // 128
-                if useful[q] == 0 and is_lock_pose(fit, x, row, rot):
-                    a = pose_action(x, row, rot)
-                    if a >= 0 and cost[a] == UNREACHABLE:
-                        useful[q] = row + 1
-                        queue[tail] = q
-                        tail += 1
-        while head < tail:
-            q = queue[head]
-            head += 1
-            for k in range(pred_start[q], pred_start[q + 1]):
-                p = pred[k]
-                if useful[p] == 0:
-                    useful[p] = row + 1
-                    queue[tail] = p
-                    tail += 1
 
 
 @exact(inline="always")
@@ -340,9 +378,6 @@ def greedy_fall(threshold, sc0, fc0, rows):
             d += 1
 
 
-#: Frame layers between two ``mark_useful`` calls (a mark left from before a lock was found
-#: prunes less, never wrongly).
-MARK_EVERY = 2
 #: Frames added to ``reachable_locks``'s bound for the horizons of ``search``'s runs after the
 #: runs by lag, tried in turn.
 HORIZON_SLACKS = (2, 6)
@@ -356,13 +391,13 @@ SEED_SLOT = (1 << SEED_DEPTH) - 1
 
 @exact
 def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
-           cost, lock_node, lock_button, parent, button, node_slots, visited, fit, pred_start, pred, moves, useful,
+           cost, lock_node, lock_button, parent, button, node_slots, visited, fit, locks, reach, moves, seen,
            queue):
     """The breadth-first search, by frame layers. ``fc0`` is the frame counter before the
     first frame. ``visited`` ((T + 1) << 14,) uint16 is a bitmap of ``node_slot``, all 0 on
     entry; the node arrays (``parent``, ``button``, ``node_slots``) must hold every visited
-    node; ``fit`` (2, 17, 10), ``pred_start`` (513,), ``pred`` (512 * 7,), ``moves`` (512 * 16,)
-    int16, ``useful`` and ``queue`` (512,) are scratch. Returns the number of visited nodes (0 is the root), or -n
+    node; ``fit`` (2, 17, 10), ``locks`` (512,), ``reach`` (``REACH_SIZE``,) uint64, ``moves``
+    (512 * 16,) int16, ``seen`` and ``queue`` (512,) are scratch. Returns the number of visited nodes (0 is the root), or -n
     when they overflow the node arrays (``visited`` is then left marked: clear it with
     ``clear_visited``).
 
@@ -384,12 +419,13 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     (their scripts), each later one after those of the runs before; seeds wait at the top of
     the node arrays, their depth above their slot (``SEED_DEPTH``)."""
     fit_table(board, i, fit)
-    pose_graph(fit, moves, pred_start, pred)
+    pose_moves(fit, moves)
     for a in range(N_ACTIONS):
         cost[a] = UNREACHABLE
         lock_node[a] = -1
         lock_button[a] = 0
-    targets, _ = reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, useful, queue)
+    targets, _ = reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, seen, queue)
+    n_locks = lock_reach(fit, moves, seen, locks, reach)
     latest = (y0 + 1) * (threshold + 1)
     runs = max(1, min(LAG_RUNS, (threshold - sc0) // 2 - 1))
     horizon = min(greedy_fall(threshold, sc0, fc0, y0) + 2 * runs, latest)
@@ -399,8 +435,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     for lag in range(runs):
         n, left, new_top = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
                                          n, lag == 0, True, lag + 1 < runs, seed_read, top, cost, lock_node,
-                                         lock_button, parent, button, node_slots, visited, fit, pred_start, pred,
-                                         moves, useful, queue)
+                                         lock_button, parent, button, node_slots, visited, locks, reach, n_locks,
+                                         moves)
         seed_read, top = top, new_top
         if n < 0 or left == 0:
             break
@@ -409,13 +445,13 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     if n < 0 or left == 0 or threshold == 0:
         return n  # at T = 0 every frame drops, so the greedy run held nothing back
     first = n
-    _, bound = reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, useful, queue)
+    _, bound = reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, seen, queue)
     for tier in range(len(HORIZON_SLACKS) + 1):
         horizon = min(bound + HORIZON_SLACKS[tier], latest) if tier < len(HORIZON_SLACKS) else latest
         clear_visited(visited, node_slots, n)
         n, left, _ = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, True,
                                    False, False, cap, cap, cost, lock_node, lock_button, parent, button,
-                                   node_slots, visited, fit, pred_start, pred, moves, useful, queue)
+                                   node_slots, visited, locks, reach, n_locks, moves)
         if n < 0 or left == 0 or horizon == latest:
             break
     return n
@@ -423,8 +459,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
 
 @exact
 def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, root, greedy, seeding,
-                  seed_read, seed_top, cost, lock_node, lock_button, parent, button, node_slots, visited, fit,
-                  pred_start, pred, moves, useful, queue):
+                  seed_read, seed_top, cost, lock_node, lock_button, parent, button, node_slots, visited, locks,
+                  reach, n_locks, moves):
     """``search`` up to ``horizon`` frames on the fit table and pose graph ``search`` built,
     stopping once ``targets`` actions have a cost. Nodes ``1..first-1`` are earlier runs' and
     their costs (those with a lock node among them) are kept; this run's nodes follow them,
@@ -455,10 +491,10 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
       expanded after another skips those inputs, whose nodes are then all visited (the
       expanded twins are marked in the unused nibble of the idle twin's visited word, cleared
       at the layer's end);
-    * a node whose pose has no path to a lock pose still without a cost is not expanded
-      (``mark_useful``, marked again at most every ``MARK_EVERY`` layers): costs found are
-      final, and every frame is a path of ``pose_graph``; nor one that cannot fall to the
-      highest of them before the horizon (``frames_to_lock``);
+    * a node whose pose has no path to a lock pose still without a cost is not expanded (the
+      lock bits of ``lock_reach`` against those of the ``n_locks`` lock poses without one):
+      costs found are final, and every frame is a path of the pose graph; nor one that
+      cannot fall to the highest of them before the horizon (``frames_to_lock``);
     * the search ends when every action with a lock pose in the pose graph has a cost.
     """
     left = targets
@@ -471,6 +507,12 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             lock_button[a] = 0
     if left == 0:
         return first, 0, seed_top
+    words = max(1, (n_locks + 63) >> 6)
+    for w in range(words):
+        reach[REACH_OPEN + w] = 0
+    for k in range(n_locks):
+        if cost[moves[locks[k] * MOVES_ROW + ACTION]] == UNREACHABLE:
+            reach[REACH_OPEN + (k >> 6)] |= np.uint64(1) << np.uint64(k & 63)
     n = first
     parent[0] = -1
     button[0] = 0
@@ -480,8 +522,6 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
     layer_start = layer_end = head  # this frame layer's first node, the next one's
     seeds_end = seed_top  # this run's seeds are seed_read - 1 down to seeds_end, by depth
     top = seed_top  # the next run's seeds go below it
-    found = True  # a lock cost was found since ``useful`` was last marked
-    next_mark = 0
     while True:
         if head == layer_end:
             clear_twin_marks(visited, node_slots, layer_start, layer_end)
@@ -502,10 +542,6 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             layer_end = n
             if head == layer_end:
                 continue
-            if found and depth >= next_mark:
-                mark_useful(fit, cost, pred_start, pred, useful, queue)
-                found = False
-                next_mark = depth + MARK_EVERY
         skip_shared = False
         if head == 0:
             p, sc, hv, held_prev = x0 + 8 * y0 + 128 * rot0, sc0, hv0, held0
@@ -519,8 +555,8 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             hv = (k >> 13) & 15
             sc = k >> 18
             held_prev = class_held(lr * 4 + ab)
-            highest = useful[p]
-            if highest == 0 or depth + frames_to_lock(y - (highest - 1), threshold) > horizon:
+            highest = highest_open_row(reach, locks, p, words)
+            if highest < 0 or depth + frames_to_lock(y - highest, threshold) > horizon:
                 head += 1
                 continue
             # Its layer is complete now: skip it if a node that dominates it joined it.
@@ -559,7 +595,8 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                     a = moves[p * MOVES_ROW + ACTION]  # every A/B variant locks the same pose
                     if a >= 0 and cost[a] == UNREACHABLE:
                         cost[a] = depth + 1
-                        found = True
+                        k = moves[p * MOVES_ROW + LOCK]
+                        reach[REACH_OPEN + (k >> 6)] &= ~(np.uint64(1) << np.uint64(k & 63))
                         lock_node[a] = head
                         lock_button[a] = dpad
                         left -= 1
@@ -639,10 +676,10 @@ class Planner:
     def __init__(self):
         self._visited = np.zeros(0, np.uint16)
         self._fit = np.zeros((2, 17, 10), np.bool_)
-        self._pred_start = np.zeros(513, np.int64)
-        self._pred = np.zeros(512 * 7, np.int64)
+        self._locks = np.zeros(512, np.int64)
+        self._reach = np.zeros(REACH_SIZE, np.uint64)
         self._moves = np.zeros(512 * MOVES_ROW, np.int16)
-        self._useful = np.zeros(512, np.uint8)
+        self._seen = np.zeros(512, np.uint8)
         self._queue = np.zeros(512, np.int64)
         self._grow(1 << 15)
 
@@ -677,8 +714,8 @@ def plan(state, i: int, planner: Planner | None = None) -> Plan:
         parent, button, keys = planner._parent, planner._button, planner._keys
         n = search(state.board, i, threshold, state.x[i], state.y[i], state.rot[i], state.speed_counter[i],
                    state.hor_velocity[i], state.held[i], state.fc[i], cost, lock_node, lock_button,
-                   parent, button, keys, visited, planner._fit, planner._pred_start, planner._pred,
-                   planner._moves, planner._useful, planner._queue)
+                   parent, button, keys, visited, planner._fit, planner._locks, planner._reach,
+                   planner._moves, planner._seen, planner._queue)
         clear_visited(visited, keys, abs(n))
         if n > 0:
             break
@@ -702,31 +739,31 @@ def script(p: Plan, action: int) -> np.ndarray:
 
 @exact
 def search_run(board, envs, lo, hi, thresholds, x, y, rot, sc, hv, held, fc, cost, lock_node, lock_button,
-               overflow, parent, button, node_slots, visited, fit, pred_start, pred, moves, useful, queue):
+               overflow, parent, button, node_slots, visited, fit, locks, reach, moves, seen, queue):
     """``search`` for envs ``envs[lo:hi]`` in turn on one set of scratch arrays, costs into
     ``cost[j]`` (512,); ``overflow[j]`` set when env ``envs[j]``'s nodes overflow the node
     arrays (its costs are then not final)."""
     for j in range(lo, hi):
         i = envs[j]
         n = search(board, i, thresholds[j], x[i], y[i], rot[i], sc[i], hv[i], held[i], fc[i], cost[j], lock_node,
-                   lock_button, parent, button, node_slots, visited, fit, pred_start, pred, moves, useful, queue)
+                   lock_button, parent, button, node_slots, visited, fit, locks, reach, moves, seen, queue)
         clear_visited(visited, node_slots, abs(n))
         overflow[j] = n < 0
 
 
 @exact(parallel=True)
 def search_envs(board, envs, thresholds, x, y, rot, sc, hv, held, fc, cost, lock_node, lock_button, overflow,
-                parent, button, node_slots, visited, fit, pred_start, pred, moves, useful, queue):
+                parent, button, node_slots, visited, fit, locks, reach, moves, seen, queue):
     """``search_run`` over ``envs`` (M,) in ``C`` contiguous runs on Numba's threads, run ``c``
     on row ``c`` of every scratch array (``parent``, ``button``, ``node_slots`` (C, K);
-    ``visited`` (C, (T + 1) << 14) uint16 for the largest T; ``fit`` (C, 2, 17, 10); ``pred_start``
-    (C, 513); ``pred`` (C, 512 * 7); ``moves`` (C, 512 * 16) int16; ``useful``, ``queue``, ``lock_button`` (C, 512);
-    ``lock_node`` (C, 512)). Each env's search is the same whichever run holds it."""
+    ``visited`` (C, (T + 1) << 14) uint16 for the largest T; ``fit`` (C, 2, 17, 10); ``reach``
+    (C, ``REACH_SIZE``) uint64; ``moves`` (C, 512 * 16) int16; ``locks``, ``seen``, ``queue``,
+    ``lock_button``, ``lock_node`` (C, 512)). Each env's search is the same whichever run holds it."""
     m, runs = envs.shape[0], parent.shape[0]
     for c in prange(runs):
         search_run(board, envs, c * m // runs, (c + 1) * m // runs, thresholds, x, y, rot, sc, hv, held, fc, cost,
                    lock_node[c], lock_button[c], overflow, parent[c], button[c], node_slots[c], visited[c], fit[c],
-                   pred_start[c], pred[c], moves[c], useful[c], queue[c])
+                   locks[c], reach[c], moves[c], seen[c], queue[c])
 
 
 class EnvsPlanner:
@@ -744,10 +781,10 @@ class EnvsPlanner:
         if self._runs != runs:
             self._runs = runs
             self._fit = np.zeros((runs, 2, 17, 10), np.bool_)
-            self._pred_start = np.zeros((runs, 513), np.int64)
-            self._pred = np.zeros((runs, 512 * 7), np.int64)
+            self._locks = np.zeros((runs, 512), np.int64)
+            self._reach = np.zeros((runs, REACH_SIZE), np.uint64)
             self._moves = np.zeros((runs, 512 * MOVES_ROW), np.int16)
-            self._useful = np.zeros((runs, 512), np.uint8)
+            self._seen = np.zeros((runs, 512), np.uint8)
             self._queue = np.zeros((runs, 512), np.int64)
             self._lock_node = np.zeros((runs, 512), np.int64)
             self._lock_button = np.zeros((runs, 512), np.uint8)
@@ -796,7 +833,7 @@ def plan_envs(state, envs, planner: EnvsPlanner | None = None) -> tuple[np.ndarr
         p = planner
         search_envs(state.board, envs[todo], thresholds[todo], state.x, state.y, state.rot, state.speed_counter,
                     state.hor_velocity, state.held, state.fc, part, p._lock_node, p._lock_button, overflow, p._parent,
-                    p._button, p._keys, p._visited, p._fit, p._pred_start, p._pred, p._moves, p._useful,
+                    p._button, p._keys, p._visited, p._fit, p._locks, p._reach, p._moves, p._seen,
                     p._queue)
         cost[todo] = part
         todo = todo[overflow]

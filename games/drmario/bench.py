@@ -32,7 +32,7 @@ alternating rounds, and prints the ratio; ``--planner-only`` skips the frame fig
 ``planner envs`` times ``plan_envs`` (masks and costs of many envs in one call, on Numba's
 threads: set ``NUMBA_NUM_THREADS`` to compare thread counts) on the same decisions, wall clock.
 ``--planner-profile`` prints instead where a search's time goes on those decisions: each stage
-of ``planners/drmario.search`` (fit table, pose graph, lock bound, one ``mark_useful`` call)
+of ``planners/drmario.search`` (fit table, move table, lock bound, lock bits of each pose)
 and the whole search timed alone in a compiled loop of ``--profile-calls`` calls, CPU time of
 the thread, with the nodes a search keeps.
 """
@@ -205,27 +205,27 @@ def decision_states(level: int, speed: int, count: int) -> list:
 
 
 #: The stages ``_stage_calls`` times, in ``search``'s order.
-PROFILE_STAGES = ("fit table", "pose graph", "lock bound", "mark_useful (a call)", "whole search")
+PROFILE_STAGES = ("fit table", "move table", "lock bound", "lock reach", "whole search")
 
 
 @exact
 def _stage_calls(stage, calls, board, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, cost, lock_node, lock_button,
-                 parent, button, node_slots, visited, fit, pred_start, pred, moves, useful, queue):
+                 parent, button, node_slots, visited, fit, locks, reach, moves, seen, queue):
     """``calls`` calls of stage ``stage`` of ``PROFILE_STAGES`` on env 0 of ``board``, on the
-    fit table and pose graph the stages before it left; returns the nodes of the last search."""
+    fit table, move table and reachable poses the stages before it left; returns the nodes of the last search."""
     n = 0
     for _ in range(calls):
         if stage == 0:
             _planner.fit_table(board, 0, fit)
         elif stage == 1:
-            _planner.pose_graph(fit, moves, pred_start, pred)
+            _planner.pose_moves(fit, moves)
         elif stage == 2:
-            _planner.reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, useful, queue)
+            _planner.reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, seen, queue)
         elif stage == 3:
-            _planner.mark_useful(fit, cost, pred_start, pred, useful, queue)
+            _planner.lock_reach(fit, moves, seen, locks, reach)
         else:
             n = _planner.search(board, 0, threshold, x0, y0, rot0, sc0, hv0, held0, fc0, cost, lock_node,
-                                lock_button, parent, button, node_slots, visited, fit, pred_start, pred, moves, useful,
+                                lock_button, parent, button, node_slots, visited, fit, locks, reach, moves, seen,
                                 queue)
             _planner.clear_visited(visited, node_slots, abs(n))
     return n
@@ -240,11 +240,11 @@ def _planner_profile(args) -> None:
     for st in states:
         _planner.plan(st, 0, p)  # grows the node arrays to hold this search
         threshold = int(SPEED_TABLE[BASE_SPEED[st.speed[0]] + st.speed_ups[0]])
-        cost = np.full(_planner.N_ACTIONS, _planner.UNREACHABLE, np.uint16)  # mark_useful: nothing found yet
+        cost = np.full(_planner.N_ACTIONS, _planner.UNREACHABLE, np.uint16)  # the lock bound: nothing found yet
         rest = (st.board, threshold, st.x[0], st.y[0], st.rot[0], st.speed_counter[0], st.hor_velocity[0],
                 st.held[0], st.fc[0], cost, np.empty(_planner.N_ACTIONS, np.int64),
                 np.empty(_planner.N_ACTIONS, np.uint8), p._parent, p._button, p._keys, p._scratch(threshold), p._fit,
-                p._pred_start, p._pred, p._moves, p._useful, p._queue)
+                p._locks, p._reach, p._moves, p._seen, p._queue)
         for stage in range(len(PROFILE_STAGES)):
             _stage_calls(stage, 1, *rest)  # compile, and the stages after it read what it left
             start = time.thread_time()

@@ -34,8 +34,8 @@ def search_env(s, i, r):
     n = _planner.search(s.board, i, rules.gravity_threshold(s, i), s.x[i], s.y[i], s.rot[i], s.speed_counter[i],
                         s.hor_velocity[i], s.held[i], s.fc[i], s.cost_to_lock[i], s.plan_lock_node[i],
                         s.plan_lock_button[i], s.search_parent[r], s.search_button[r], s.search_nodes[r],
-                        s.search_visited[r], s.search_fit[r].reshape((2, 17, 10)), s.search_pred_start[r],
-                        s.search_pred[r], s.search_moves[r], s.search_useful[r], s.search_queue[r])
+                        s.search_visited[r], s.search_fit[r].reshape((2, 17, 10)), s.search_locks[r],
+                        s.search_reach[r], s.search_moves[r], s.search_seen[r], s.search_queue[r])
     _planner.clear_visited(s.search_visited[r], s.search_nodes[r], abs(n))
     return n
 

@@ -15,6 +15,11 @@ from vecsim.games.drmario.rules import N_FRAME_EVENTS
 from vecsim.games.drmario.tables import SPEED_TABLE
 
 N_PLACEMENTS = 512
+#: A search's lock bits (``planners/drmario.lock_reach``): a pose's words (512 lock poses at
+#: most), then after the 512 poses' the words of the lock poses still without a cost.
+REACH_WORDS = N_PLACEMENTS // 64
+REACH_OPEN = N_PLACEMENTS * REACH_WORDS
+REACH_SIZE = REACH_OPEN + REACH_WORDS
 #: 16-bit words of the search's visited bitmap at the slowest gravity (``(T + 1) << 14``).
 VISITED_WORDS = (int(SPEED_TABLE.max()) + 1) << 14
 #: Nodes a search may keep: one a bit of the visited bitmap twice over, so no search outgrows
@@ -29,7 +34,7 @@ SCRIPT_CAPACITY = 16 * (int(SPEED_TABLE.max()) + 1)
 TREE_CAPACITY = 1 << 12
 #: Decision mode's fields that are the thread's scratch, not the env's (``SCRATCH_STATE``).
 SCRATCH_FIELDS = ("search_visited", "search_parent", "search_button", "search_nodes", "search_script", "search_fit",
-                  "search_pred_start", "search_pred", "search_moves", "search_useful", "search_queue")
+                  "search_locks", "search_reach", "search_moves", "search_seen", "search_queue")
 
 
 class State(NamedTuple):
@@ -83,10 +88,10 @@ class State(NamedTuple):
     search_nodes: np.ndarray  # (R, NODE_CAPACITY) int32 thread scratch: each node's packed slot
     search_script: np.ndarray  # (R, SCRIPT_CAPACITY) uint8 thread scratch: the chosen placement's inputs
     search_fit: np.ndarray  # (R, 340) bool thread scratch: fit table, (2, 17, 10)
-    search_pred_start: np.ndarray  # (R, 513) int64 thread scratch: pose graph offsets
-    search_pred: np.ndarray  # (R, 3584) int64 thread scratch: pose graph predecessors
+    search_locks: np.ndarray  # (R, 512) int64 thread scratch: the pose of each lock bit (``lock_reach``)
+    search_reach: np.ndarray  # (R, 4104) uint64 thread scratch: each pose's lock bits (``lock_reach``)
     search_moves: np.ndarray  # (R, 8192) int16 thread scratch: each pose's moves (``pose_moves``)
-    search_useful: np.ndarray  # (R, 512) uint8 thread scratch
+    search_seen: np.ndarray  # (R, 512) uint8 thread scratch: the poses the pill can reach
     search_queue: np.ndarray  # (R, 512) int64 thread scratch
 
 def allocate(num_envs: int, decision: bool = False) -> State:
@@ -106,9 +111,9 @@ def allocate(num_envs: int, decision: bool = False) -> State:
         "search_visited": ((VISITED_WORDS * d,), np.uint16), "search_parent": ((NODE_CAPACITY * d,), np.int32),
         "search_button": ((NODE_CAPACITY * d,), np.uint8), "search_nodes": ((NODE_CAPACITY * d,), np.int32),
         "search_script": ((SCRIPT_CAPACITY * d,), np.uint8), "search_fit": ((2 * 17 * 10 * d,), np.bool_),
-        "search_pred_start": ((513 * d,), np.int64), "search_pred": ((N_PLACEMENTS * 7 * d,), np.int64),
+        "search_locks": ((N_PLACEMENTS * d,), np.int64), "search_reach": ((REACH_SIZE * d,), np.uint64),
         "search_moves": ((N_PLACEMENTS * 16 * d,), np.int16),
-        "search_useful": ((N_PLACEMENTS * d,), np.uint8), "search_queue": ((N_PLACEMENTS * d,), np.int64),
+        "search_seen": ((N_PLACEMENTS * d,), np.uint8), "search_queue": ((N_PLACEMENTS * d,), np.int64),
     }
     fields = {}
     for name in State._fields:

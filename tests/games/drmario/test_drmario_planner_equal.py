@@ -111,30 +111,41 @@ def _junk_bottle(seed):
     return s, fit
 
 
+def _pose_graph(fit):
+    """The move table of ``fit`` and each pose's successors in the pose graph (``pose_move``)."""
+    moves = np.zeros(512 * planner_mod.MOVES_ROW, np.int16)
+    planner_mod.pose_moves(fit, moves)
+    succ = [[] for _ in range(512)]
+    for p in range(512):
+        if planner_mod.fits_at(fit, p % 8, (p // 8) % 16, p // 128):
+            succ[p] = [q for m in range(planner_mod.POSE_MOVES) if (q := planner_mod.pose_move(moves, p, m)) >= 0]
+    return moves, succ
+
+
+def _closure(succ, p):
+    reach, todo = {p}, [p]
+    while todo:
+        for q in succ[todo.pop()]:
+            if q not in reach:
+                reach.add(q)
+                todo.append(q)
+    return reach
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_every_frame_is_a_path_of_the_pose_graph(seed):
     """Each pill pass of the game (every input, held state, charge and gravity phase) moves
-    the pill to a pose that ``pose_graph`` reaches from its pose: the graph the search prunes
-    with leaves no frame out."""
+    the pill to a pose that the pose graph (``pose_move``) reaches from its pose: the graph
+    the search prunes with leaves no frame out."""
     from vecsim.games.drmario import BUTTONS
     s, fit = _junk_bottle(2000 + seed)
-    pred_start, pred = np.zeros(513, np.int64), np.zeros(512 * 7, np.int64)
-    planner_mod.pose_graph(fit, np.zeros(512 * planner_mod.MOVES_ROW, np.int16), pred_start, pred)
-    succ = [[] for _ in range(512)]
-    for q in range(512):
-        for p in pred[pred_start[q]:pred_start[q + 1]]:
-            succ[p].append(q)
+    _, succ = _pose_graph(fit)
     moves = 0
     for p in range(512):
         x, y, rot = p % 8, (p // 8) % 16, p // 128
         if not rules.fits(s.board, 0, x, y, rot):
             continue
-        reach, todo = {p}, [p]
-        while todo:
-            for q in succ[todo.pop()]:
-                if q not in reach:
-                    reach.add(q)
-                    todo.append(q)
+        reach = _closure(succ, p)
         for held_prev in (0, 1, 2, 64, 128, 192, 65, 130):
             for held in BUTTONS:
                 for sc, hv, fc in ((0, 15, 1), (0, 15, 0), (5, 0, 0)):
@@ -146,6 +157,39 @@ def test_every_frame_is_a_path_of_the_pose_graph(seed):
                         assert nx + 8 * ny + 128 * nrot in reach, (p, held_prev, held, sc, hv, fc)
                         moves += (nx, ny, nrot) != (x, y, rot)
     assert moves > 1000
+
+
+@pytest.mark.parametrize("density, many", [(0.0, False), (0.12, True), (0.3, True)])
+def test_lock_bits_are_the_lock_poses_each_pose_has_a_path_to(density, many):
+    """``lock_reach`` against a closure over the pose graph: its lock poses are those the
+    spawn reaches, numbered by row from the top, and each reachable pose's bits are the lock
+    poses it has a path to. A bottle of scattered viruses has over 64 lock poses, so more than
+    one word a pose."""
+    rng = np.random.default_rng(41)
+    s = allocate(1)
+    occupied = (rng.random(128) < density) & (np.arange(128) >= 24)  # the top three rows clear
+    s.board[0] = np.where(occupied, VIRUS | rng.integers(0, 3, 128), EMPTY).astype(s.board.dtype)
+    fit = np.zeros((2, 17, 10), np.bool_)
+    planner_mod.fit_table(s.board, 0, fit)
+    moves, succ = _pose_graph(fit)
+    seen, queue = np.zeros(512, np.uint8), np.zeros(512, np.int64)
+    cost = np.full(512, planner_mod.UNREACHABLE, np.uint16)
+    targets, _ = planner_mod.reachable_locks(fit, moves, 3, 15, 0, 20, cost, seen, queue)
+    locks, reach = np.zeros(512, np.int64), np.zeros(planner_mod.REACH_SIZE, np.uint64)
+    count = planner_mod.lock_reach(fit, moves, seen, locks, reach)
+    spawn = _closure(succ, 3 + 8 * 15)
+    expected = [q for q in spawn if planner_mod.is_lock_pose(fit, q % 8, (q // 8) % 16, q // 128)
+                and planner_mod.pose_action(q % 8, (q // 8) % 16, q // 128) >= 0]
+    assert count == targets == len(expected)
+    assert (count > 64) == many
+    assert sorted(locks[:count]) == sorted(expected)
+    rows = (locks[:count] >> 3) & 15
+    assert np.all(np.diff(rows) <= 0)
+    words = max(1, (count + 63) // 64)
+    assert sorted(np.flatnonzero(seen)) == sorted(spawn)
+    for p in spawn:
+        bits = {64 * w + b for w in range(words) for b in range(64) if (int(reach[p * words + w]) >> b) & 1}
+        assert bits == {k for k in range(count) if locks[k] in _closure(succ, p)}, p
 
 
 @pytest.mark.slow
