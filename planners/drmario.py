@@ -389,6 +389,21 @@ SEED_DEPTH = 25
 SEED_SLOT = (1 << SEED_DEPTH) - 1
 
 
+@exact(inline="always")
+def steps_in_time(reach, locks, p, words, fall, depth):
+    """Whether pose ``p``, on frame layer ``depth`` of a run by lag, has a path to a lock pose
+    still without a cost at most as many columns right of it as one step every other frame
+    allows before the lock's frame ``fall[row]`` (``search_within``)."""
+    for w in range(words):
+        bits = reach[p * words + w] & reach[REACH_OPEN + w]
+        while bits != 0:
+            q = locks[64 * w + trailing_zeros(bits)]
+            if 2 * ((q & 7) - (p & 7)) <= fall[(q >> 3) & 15] - depth:
+                return True
+            bits &= bits - np.uint64(1)
+    return False
+
+
 @exact
 def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
            cost, lock_node, lock_button, parent, button, node_slots, visited, fit, locks, reach, moves, seen,
@@ -434,9 +449,9 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     n, left = 1, targets
     for lag in range(runs):
         n, left, new_top = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
-                                         n, lag == 0, True, lag + 1 < runs, seed_read, top, cost, lock_node,
+                                         n, lag == 0, lag, lag + 1 < runs, seed_read, top, cost, lock_node,
                                          lock_button, parent, button, node_slots, visited, locks, reach, n_locks,
-                                         moves)
+                                         moves, queue)
         seed_read, top = top, new_top
         if n < 0 or left == 0:
             break
@@ -450,24 +465,25 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
         horizon = min(bound + HORIZON_SLACKS[tier], latest) if tier < len(HORIZON_SLACKS) else latest
         clear_visited(visited, node_slots, n)
         n, left, _ = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, True,
-                                   False, False, cap, cap, cost, lock_node, lock_button, parent, button,
-                                   node_slots, visited, locks, reach, n_locks, moves)
+                                   -1, False, cap, cap, cost, lock_node, lock_button, parent, button,
+                                   node_slots, visited, locks, reach, n_locks, moves, queue)
         if n < 0 or left == 0 or horizon == latest:
             break
     return n
 
 
 @exact
-def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, root, greedy, seeding,
+def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, root, lag, seeding,
                   seed_read, seed_top, cost, lock_node, lock_button, parent, button, node_slots, visited, locks,
-                  reach, n_locks, moves):
+                  reach, n_locks, moves, fall):
     """``search`` up to ``horizon`` frames on the fit table and pose graph ``search`` built,
     stopping once ``targets`` actions have a cost. Nodes ``1..first-1`` are earlier runs' and
     their costs (those with a lock node among them) are kept; this run's nodes follow them,
     from the root when ``root``, and from the seeds ``seed_read - 1`` down to ``seed_top`` of
-    the node arrays, which join their frame layer. ``greedy``: a run by lag (``search``), Down
-    held on every soft-drop frame; its inputs that skip a soft drop become the next run's seeds
-    below ``seed_top`` when ``seeding``, else are dropped. Returns ``(n, left, top)``: the
+    the node arrays, which join their frame layer. ``lag`` >= 0: the run of that lag
+    (``search``), Down held on every soft-drop frame; its inputs that skip a soft drop become
+    the next run's seeds below ``seed_top`` when ``seeding``, else are dropped. ``fall``
+    (16,) int64 is scratch. Returns ``(n, left, top)``: the
     visited node count (``search``'s, -n on overflow), how many of the ``targets`` have no
     cost, and the lowest seed written. Every cost up to ``horizon`` is exact (a greedy run's
     as ``search`` says), and with ``left == 0`` every cost is.
@@ -495,6 +511,12 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
       lock bits of ``lock_reach`` against those of the ``n_locks`` lock poses without one):
       costs found are final, and every frame is a path of the pose graph; nor one that
       cannot fall to the highest of them before the horizon (``frames_to_lock``);
+    * in a run by lag, a path makes its drop attempts on the greedy schedule's frames, ``lag``
+      attempts behind it (the lag neither grows, which makes a seed, nor falls), so it locks
+      a pose on row r on frame ``greedy_fall(T, sc0, fc0, y0 - r + lag)``; a step right
+      comes at most every other frame (rotations move the pill only left) and not on the
+      locking frame: from the second run on, a node is not expanded when every lock pose
+      still without a cost it has a path to lies further right than those frames allow;
     * the search ends when every action with a lock pose in the pose graph has a cost.
     """
     left = targets
@@ -508,6 +530,10 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
     if left == 0:
         return first, 0, seed_top
     words = max(1, (n_locks + 63) >> 6)
+    greedy = lag >= 0
+    if lag >= 1:
+        for r in range(y0 + 1):
+            fall[r] = greedy_fall(threshold, sc0, fc0, y0 - r + lag)
     for w in range(words):
         reach[REACH_OPEN + w] = 0
     for k in range(n_locks):
@@ -557,6 +583,9 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             held_prev = class_held(lr * 4 + ab)
             highest = highest_open_row(reach, locks, p, words)
             if highest < 0 or depth + frames_to_lock(y - highest, threshold) > horizon:
+                head += 1
+                continue
+            if lag >= 1 and not steps_in_time(reach, locks, p, words, fall, depth):
                 head += 1
                 continue
             # Its layer is complete now: skip it if a node that dominates it joined it.
