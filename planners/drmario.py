@@ -435,10 +435,7 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     the node arrays, their depth above their slot (``SEED_DEPTH``)."""
     fit_table(board, i, fit)
     pose_moves(fit, moves)
-    for a in range(N_ACTIONS):
-        cost[a] = UNREACHABLE
-        lock_node[a] = -1
-        lock_button[a] = 0
+    # The count and ``seen`` only: the bound reads costs the first run has not set yet.
     targets, _ = reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, seen, queue)
     n_locks = lock_reach(fit, moves, seen, locks, reach)
     latest = (y0 + 1) * (threshold + 1)
