@@ -393,7 +393,7 @@ SEED_SLOT = (1 << SEED_DEPTH) - 1
 def steps_in_time(reach, locks, p, words, fall, depth):
     """Whether pose ``p``, on frame layer ``depth`` of a run by lag, has a path to a lock pose
     still without a cost at most as many columns right of it as one step every other frame
-    allows before the lock's frame ``fall[row]`` (``search_within``)."""
+    allows before ``fall[row]``, the last run's frame of a lock on that row (``search_within``)."""
     for w in range(words):
         bits = reach[p * words + w] & reach[REACH_OPEN + w]
         while bits != 0:
@@ -443,6 +443,8 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     horizon = min(greedy_fall(threshold, sc0, fc0, y0) + 2 * runs, latest)
     cap = parent.shape[0]
     seed_read = top = cap
+    for r in range(y0 + 1):  # the lock frames of the last run (``search_within``'s steps-right rule)
+        queue[r] = greedy_fall(threshold, sc0, fc0, y0 - r + runs - 1)
     n, left = 1, targets
     for lag in range(runs):
         n, left, new_top = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
@@ -479,8 +481,8 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
     from the root when ``root``, and from the seeds ``seed_read - 1`` down to ``seed_top`` of
     the node arrays, which join their frame layer. ``lag`` >= 0: the run of that lag
     (``search``), Down held on every soft-drop frame; its inputs that skip a soft drop become
-    the next run's seeds below ``seed_top`` when ``seeding``, else are dropped. ``fall``
-    (16,) int64 is scratch. Returns ``(n, left, top)``: the
+    the next run's seeds below ``seed_top`` when ``seeding``, else are dropped. ``fall`` (16,)
+    int64: the frame of a lock on each row in the last run by lag. Returns ``(n, left, top)``: the
     visited node count (``search``'s, -n on overflow), how many of the ``targets`` have no
     cost, and the lowest seed written. Every cost up to ``horizon`` is exact (a greedy run's
     as ``search`` says), and with ``left == 0`` every cost is.
@@ -510,10 +512,12 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
       cannot fall to the highest of them before the horizon (``frames_to_lock``);
     * in a run by lag, a path makes its drop attempts on the greedy schedule's frames, ``lag``
       attempts behind it (the lag neither grows, which makes a seed, nor falls), so it locks
-      a pose on row r on frame ``greedy_fall(T, sc0, fc0, y0 - r + lag)``; a step right
-      comes at most every other frame (rotations move the pill only left) and not on the
-      locking frame: from the second run on, a node is not expanded when every lock pose
-      still without a cost it has a path to lies further right than those frames allow;
+      a pose on row r on frame ``greedy_fall(T, sc0, fc0, y0 - r + lag)``, and its seeds'
+      paths in later runs lock it later, by the last run's frame ``fall[r]`` at the latest; a
+      step right comes at most every other frame (rotations move the pill only left) and
+      not on the locking frame: from the second run on, a node is not expanded when every
+      lock pose still without a cost it has a path to lies further right than the frames to
+      ``fall`` allow;
     * the search ends when every action with a lock pose in the pose graph has a cost.
     """
     left = targets
@@ -528,9 +532,6 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
         return first, 0, seed_top
     words = max(1, (n_locks + 63) >> 6)
     greedy = lag >= 0
-    if lag >= 1:
-        for r in range(y0 + 1):
-            fall[r] = greedy_fall(threshold, sc0, fc0, y0 - r + lag)
     for w in range(words):
         reach[REACH_OPEN + w] = 0
     for k in range(n_locks):
