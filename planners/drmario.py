@@ -412,9 +412,9 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     first frame. ``visited`` ((T + 1) << 14,) uint16 is a bitmap of ``node_slot``, all 0 on
     entry; the node arrays (``parent``, ``button``, ``node_slots``) must hold every visited
     node; ``fit`` (2, 17, 10), ``locks`` (512,), ``reach`` (``REACH_SIZE``,) uint64, ``moves``
-    (512 * 16,) int16, ``seen`` and ``queue`` (512,) are scratch. Returns the number of visited nodes (0 is the root), or -n
-    when they overflow the node arrays (``visited`` is then left marked: clear it with
-    ``clear_visited``).
+    (512 * 16,) int16, ``seen`` and ``queue`` (512,) are scratch. Returns the number of
+    visited nodes (0 is the root), or -n when they overflow the node arrays (``visited`` is
+    then left marked: clear it with ``clear_visited``).
 
     Runs by lag first. A node's lag is the number of drop attempts the greedy schedule (Down
     held on every soft-drop frame, ``greedy_fall``) has made by its frame and it has not; a
@@ -433,9 +433,13 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     so the pill locks within (y0 + 1) * (T + 1) frames. Every run's nodes stay in the tree
     (their scripts), each later one after those of the runs before; seeds wait at the top of
     the node arrays, their depth above their slot (``SEED_DEPTH``)."""
+    for a in range(N_ACTIONS):
+        cost[a] = UNREACHABLE
+        lock_node[a] = -1
+        lock_button[a] = 0
     fit_table(board, i, fit)
     pose_moves(fit, moves)
-    # The count and ``seen`` only: the bound reads costs the first run has not set yet.
+    # The count and ``seen`` only: no cost is known yet.
     targets, _ = reachable_locks(fit, moves, x0, y0, rot0, threshold, cost, seen, queue)
     n_locks = lock_reach(fit, moves, seen, locks, reach)
     latest = (y0 + 1) * (threshold + 1)
@@ -476,8 +480,8 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                   seed_read, seed_top, cost, lock_node, lock_button, parent, button, node_slots, visited, locks,
                   reach, n_locks, moves, fall):
     """``search`` up to ``horizon`` frames on the fit table and pose graph ``search`` built,
-    stopping once ``targets`` actions have a cost. Nodes ``1..first-1`` are earlier runs' and
-    their costs (those with a lock node among them) are kept; this run's nodes follow them,
+    stopping once ``targets`` actions have a cost. Nodes ``1..first-1`` are earlier runs', whose
+    costs ``cost`` holds (``search`` resets it first) and keeps; this run's nodes follow them,
     from the root when ``root``, and from the seeds ``seed_read - 1`` down to ``seed_top`` of
     the node arrays, which join their frame layer. ``lag`` >= 0: the run of that lag
     (``search``), Down held on every soft-drop frame; its inputs that skip a soft drop become
@@ -522,12 +526,8 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
     """
     left = targets
     for a in range(N_ACTIONS):
-        if 0 < lock_node[a] < first:
-            left -= 1  # found by an earlier run, final
-        else:
-            cost[a] = UNREACHABLE
-            lock_node[a] = -1
-            lock_button[a] = 0
+        if cost[a] != UNREACHABLE:
+            left -= 1  # found by an earlier run (a lock from the root too), final
     if left == 0:
         return first, 0, seed_top
     words = max(1, (n_locks + 63) >> 6)

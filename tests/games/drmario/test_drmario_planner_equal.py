@@ -252,3 +252,18 @@ def test_pose_moves_are_the_falling_pill_pass(seed):
         assert row[planner_mod.ACTION] == planner_mod.pose_action(x, y, rot)
         checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize("level,speed", [(10, 1), (15, 0)])
+def test_same_costs_as_reference_in_runs_by_lag(planner, level, speed):
+    """Slow gravity, so several runs by lag, from spawns with carried-over controller states
+    and frame-counter phases; among them a pill that locks on its first frame, from the root,
+    a cost every later run keeps."""
+    from vecsim.games.drmario.bench import decision_states
+    rng = np.random.default_rng(level)
+    most_runs = 0
+    for s in decision_states(level, speed, 10):
+        _perturb(s, rng)
+        _assert_equal(s, planner)
+        most_runs = max(most_runs, (rules.gravity_threshold(s, 0) - int(s.speed_counter[0])) // 2 - 1)
+    assert most_runs >= planner_mod.LAG_RUNS
