@@ -452,7 +452,7 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
     n, left = 1, targets
     for lag in range(runs):
         n, left, new_top = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon,
-                                         n, lag == 0, lag, lag + 1 < runs, seed_read, top, cost, lock_node,
+                                         n, lag == 0, lag, runs, seed_read, top, cost, lock_node,
                                          lock_button, parent, button, node_slots, visited, locks, reach, n_locks,
                                          moves, queue)
         seed_read, top = top, new_top
@@ -468,7 +468,7 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
         horizon = min(bound + HORIZON_SLACKS[tier], latest) if tier < len(HORIZON_SLACKS) else latest
         clear_visited(visited, node_slots, n)
         n, left, _ = search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, True,
-                                   -1, False, cap, cap, cost, lock_node, lock_button, parent, button,
+                                   -1, 0, cap, cap, cost, lock_node, lock_button, parent, button,
                                    node_slots, visited, locks, reach, n_locks, moves, queue)
         if n < 0 or left == 0 or horizon == latest:
             break
@@ -476,17 +476,18 @@ def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
 
 
 @exact
-def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, root, lag, seeding,
+def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizon, first, root, lag, runs,
                   seed_read, seed_top, cost, lock_node, lock_button, parent, button, node_slots, visited, locks,
                   reach, n_locks, moves, fall):
     """``search`` up to ``horizon`` frames on the fit table and pose graph ``search`` built,
     stopping once ``targets`` actions have a cost. Nodes ``1..first-1`` are earlier runs', whose
     costs ``cost`` holds (``search`` resets it first) and keeps; this run's nodes follow them,
     from the root when ``root``, and from the seeds ``seed_read - 1`` down to ``seed_top`` of
-    the node arrays, which join their frame layer. ``lag`` >= 0: the run of that lag
-    (``search``), Down held on every soft-drop frame; its inputs that skip a soft drop become
-    the next run's seeds below ``seed_top`` when ``seeding``, else are dropped. ``fall`` (16,)
-    int64: the frame of a lock on each row in the last run by lag. Returns ``(n, left, top)``: the
+    the node arrays, which join their frame layer. ``lag`` >= 0: the run of that lag of
+    ``runs`` (``search``), Down held on every soft-drop frame; its inputs that skip a soft drop
+    become the next run's seeds below ``seed_top`` when one follows, else are dropped; ``lag``
+    -1: a horizon run. ``fall`` (16,) int64: the frame of a lock on each row in the last run
+    by lag. Returns ``(n, left, top)``: the
     visited node count (``search``'s, -n on overflow), how many of the ``targets`` have no
     cost, and the lowest seed written. Every cost up to ``horizon`` is exact (a greedy run's
     as ``search`` says), and with ``left == 0`` every cost is.
@@ -502,7 +503,11 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
     * the sideways charge is canonical where nothing reads it (``node_slot``);
     * a counter that cannot fire before the horizon (the gravity counter reaching T + 1, the
       charge reaching 16) is stored as 0, which cannot either: within the horizon both
-      nodes play out the same;
+      nodes play out the same; so are both in a run by lag while neither can fire before the
+      path's next drop: a path there skips at most ``runs - 1 - lag`` more soft drops (the last
+      run keeps no seeds), so within ``2 * (runs - lag)`` frames it presses Down on a
+      soft-drop frame, which drops the pill (resetting the gravity counter) and releases the
+      direction held;
     * Down alone on an even frame (or at T = 0) gives the no-d-pad input's successors;
     * a locking frame's X and rotate stages are not run (the lock pose is the one before);
     * twins, nodes of one layer alike but for holding no direction or Left and the charge,
@@ -532,6 +537,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
         return first, 0, seed_top
     words = max(1, (n_locks + 63) >> 6)
     greedy = lag >= 0
+    seeding = lag + 1 < runs
     for w in range(words):
         reach[REACH_OPEN + w] = 0
     for k in range(n_locks):
@@ -634,7 +640,9 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                 p1 = q
             else:
                 nsc = g_sc
-            if depth + 1 + threshold + 1 - nsc > horizon:
+            # A run by lag's node with no gravity before its next drop: its counters are canonical.
+            calm = greedy and nsc + 2 * (runs - lag) <= threshold
+            if calm or depth + 1 + threshold + 1 - nsc > horizon:
                 nsc = 0
             # X stage, shared by the four A/B variants.
             p2, mhv = p1, hv
@@ -658,7 +666,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
                         mhv = 15
                 if lr == 2 and p2 == p1:
                     continue  # dominated by the no-d-pad input's successors (``dominated``)
-                if depth + 1 + 16 - mhv > horizon:
+                if depth + 1 + 16 - mhv > horizon or (calm and mhv + 2 * (runs - lag) <= 16):
                     mhv = 0
             turns = p2 * MOVES_ROW + TURN + (4 if lr == 1 else 0)
             for ab in range(4):

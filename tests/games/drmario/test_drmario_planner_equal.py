@@ -256,9 +256,10 @@ def test_pose_moves_are_the_falling_pill_pass(seed):
 
 @pytest.mark.parametrize("level,speed", [(10, 1), (15, 0)])
 def test_same_costs_as_reference_in_runs_by_lag(planner, level, speed):
-    """Slow gravity, so several runs by lag, from spawns with carried-over controller states
-    and frame-counter phases; among them a pill that locks on its first frame, from the root,
-    a cost every later run keeps."""
+    """Slow gravity, so several runs by lag, whose nodes store the gravity counter and the
+    charge as 0 while neither can fire before the path's next drop, from spawns with
+    carried-over controller states and frame-counter phases; among them a pill that locks on
+    its first frame, from the root, a cost every later run keeps."""
     from vecsim.games.drmario.bench import decision_states
     rng = np.random.default_rng(level)
     most_runs = 0
