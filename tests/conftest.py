@@ -20,6 +20,23 @@ from vecsim.testing import legal_actions, sample_actions
 os.environ["VECSIM_CALIBRATION"] = "0"
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist (the suite's default, ``-n auto --dist loadfile``), a test file runs on
+    one worker, so its module-scoped fixtures (engines, training runs) are made once; and the
+    Ray tests share one worker, as each of their files starts a local cluster."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileOrRayScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            path = super()._split_scope(nodeid)
+            return "tests/distributed" if path.startswith("tests/distributed/") else path
+
+    return FileOrRayScheduling(config, log)
+
+
 def pytest_generate_tests(metafunc):
     if "game_id" in metafunc.fixturenames:
         metafunc.parametrize("game_id", vecsim.game_ids(), scope="module")
