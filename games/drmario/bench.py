@@ -1,7 +1,7 @@
 """Dr. Mario per-frame speed: frames/s of the per-frame kernel and of the vecsim engine.
 
     python -m vecsim.games.drmario.bench [--num-envs 4096] [--seconds 3] [--level 10] [--speed 1] [--thread-time]
-                                         [--decision-envs 64] [--decision-only] [--planner-profile]
+                                         [--decision-envs 64] [--decision-only] [--samples 0] [--planner-profile]
 
 Three figures on the same batch (level, speed, random frame-mode inputs drawn once per
 frame from a fixed table, games restarted when over):
@@ -18,7 +18,10 @@ Decision mode (``mode="decision"``, the default of ``vecsim/DrMario-v0``) is tim
 decisions/s: ``Engine.step`` of ``--decision-envs`` envs with a random feasible placement each
 (``vecsim.bench.measure.LegalActions``: chosen inside the timed step, no Python loop over envs),
 on one thread (``decision serial``, CPU time with ``--thread-time``) and on Numba's threads
-(``decision parallel``, wall clock, and per CPU second of the process). A decision is the
+(``decision parallel``, wall clock, and per CPU second of the process). ``--samples K`` also
+times the parallel step in K samples of one second and prints each with their median and best:
+a shared machine's speed changes from one second to the next, so compare two versions by the
+medians of runs alternated in the same minutes. A decision is the
 chosen placement's script read off the tree the last search kept, its frames, the frames to
 the next decision point and one search for the new costs.
 
@@ -98,6 +101,8 @@ def main(argv=None) -> None:
     ap.add_argument("--planner-only", action="store_true")
     ap.add_argument("--decision-envs", type=int, default=64)
     ap.add_argument("--decision-only", action="store_true", help="time decision mode only")
+    ap.add_argument("--samples", type=int, default=0,
+                    help="also time decision mode's parallel step in this many one-second samples")
     ap.add_argument("--compare-module", default=None)
     ap.add_argument("--planner-profile", action="store_true", help="time each stage of a search alone")
     ap.add_argument("--profile-calls", type=int, default=100)
@@ -117,6 +122,8 @@ def main(argv=None) -> None:
         return
     if args.decision_envs < 1:
         raise ValueError(f"need --decision-envs >= 1, got {args.decision_envs}")
+    if args.samples < 0:
+        raise ValueError(f"need --samples >= 0, got {args.samples}")
     if args.decision_only:
         _decision_figures(args)
         return
@@ -178,6 +185,10 @@ def _decision_figures(args) -> None:
         extra = f", {per_cpu:.4g} per CPU second of the process" if parallel else ""
         print(f"{name:16s} {rate:12.4g} decisions/s (num_envs={n}, mean tau "
               f"{float(engine.info_arrays['tau'].mean()):.0f} frames{extra})")
+        if parallel and args.samples:
+            rates = [_time(step, 1.0) * n for _ in range(args.samples)]
+            print(f"{'  1 s samples':16s} {' '.join(f'{r:.4g}' for r in rates)} decisions/s (median "
+                  f"{float(np.median(rates)):.4g}, best {max(rates):.4g})")
         engine.close()
 
 

@@ -49,3 +49,18 @@ def test_planner_profile_times_searches_that_outgrow_a_new_planner(capsys):
     out = capsys.readouterr().out
     largest = int(out.split("search nodes")[1].split("max")[1].split(")")[0])
     assert largest > 1 << 15
+
+
+def test_samples_below_zero_are_refused_by_name():
+    with pytest.raises(ValueError, match="--samples >= 0, got -1"):
+        bench.main(["--decision-only", "--samples", "-1"])
+
+
+@pytest.mark.slow
+def test_decision_samples_print_each_second_with_their_median_and_best(capsys):
+    bench.main(["--decision-only", "--decision-envs", "2", "--seconds", "0.05", "--samples", "3"])
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  1 s samples"))
+    rates = [float(v) for v in line.split("samples")[1].split("decisions/s")[0].split()]
+    median, best = (float(v.strip(" ,)")) for v in (line.split("median")[1].split(",")[0], line.split("best")[1]))
+    assert len(rates) == 3 and min(rates) > 0
+    assert median == pytest.approx(float(np.median(rates)), rel=1e-3) and best == pytest.approx(max(rates), rel=1e-3)
