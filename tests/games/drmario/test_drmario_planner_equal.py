@@ -268,3 +268,68 @@ def test_same_costs_as_reference_in_runs_by_lag(planner, level, speed):
         _assert_equal(s, planner)
         most_runs = max(most_runs, (rules.gravity_threshold(s, 0) - int(s.speed_counter[0])) // 2 - 1)
     assert most_runs >= planner_mod.LAG_RUNS
+
+
+def _bottle(rows):
+    """A bottle drawn as text, one string a row from the top, ``#`` a virus."""
+    board = np.full(128, EMPTY, np.uint8)
+    for r, line in enumerate(rows):
+        for c, ch in enumerate(line):
+            if ch == "#":
+                board[8 * r + c] = VIRUS
+    return board
+
+
+def test_a_blocked_step_charges_the_next_frame_repeat(planner):
+    """A Left step blocked by a tile sets the charge to 15 (``rules.pill_frame``), and the turn
+    of that frame, Left held, takes the pill a column left anyway: Left still held on the next
+    frame then fires at once. Level 10 medium, so the frame is in a run by lag, far from any
+    gravity, where the search stores a charge as 0 only when it cannot fire before the path's
+    next drop; a charge stored as 0 here would lock ``(row 1, col 2, 2nd half left)`` two
+    frames late. The script: Down+B (drop, turn upright), nothing, Left+B (blocked by the tile
+    at row 0, col 2; turning flat with Left held moves the pill left), Left (the repeat), Down
+    (the lock on row 2's tile)."""
+    from vecsim.games.drmario.tables import BTN_B, BTN_DOWN, BTN_LEFT
+    s = allocate(1)
+    rules.start_level(s, 0, 10, 1, 0x8988, 0)
+    _to_decision(s)
+    s.board[0] = _bottle(["..#.....", "........", ".#......"])
+    s.x[0], s.y[0], s.rot[0] = 3, 15, 0
+    s.speed_counter[0], s.hor_velocity[0], s.held[0] = 0, 0, 0
+    s.fc[0] = 2  # the first frame is a soft-drop frame
+    plan = _assert_equal(s, planner)
+    action = 2 * 128 + 1 * 8 + 2
+    assert plan.cost_to_lock[action] == 5
+    script = planner_mod.script(plan, action)
+    assert script.tolist() == [BTN_DOWN | BTN_B, 0, BTN_LEFT | BTN_B, BTN_LEFT, BTN_DOWN]
+    for b in script[:3]:
+        frames(s, np.array([b], np.int64))
+    assert (s.x[0], s.y[0], s.rot[0], s.hor_velocity[0]) == (2, 14, 2, 15)
+    for b in script[3:]:
+        frames(s, np.array([b], np.int64))
+    assert planner_mod.pose_action(s.lock_x[0], s.lock_y[0], s.lock_rot[0]) == action
+
+
+@pytest.mark.parametrize("seed", [*range(6), *(pytest.param(k, marks=pytest.mark.slow) for k in range(6, 24))])
+def test_same_costs_as_reference_with_tiles_by_the_spawn(planner, seed):
+    """Bottles with tiles in the top rows as well, around a pill at its spawn or a few rows
+    below in any rotation, at slow gravity: steps blocked by tiles (the charge at 15) and turns
+    that kick or move the pill left, next to the root."""
+    rng = np.random.default_rng(seed)
+    s = allocate(1)
+    rules.start_level(s, 0, int(rng.integers(0, 25)), int(rng.integers(0, 2)), 0x8988, 0)
+    _to_decision(s)
+    density = np.zeros(128)
+    density[:48] = rng.uniform(0.05, 0.4)
+    density[48:] = np.linspace(0.0, rng.uniform(0.2, 0.8), 80)
+    occupied = rng.random(128) < density
+    occupied[3:5] = False  # the spawn cells
+    s.board[0] = np.where(occupied, VIRUS | rng.integers(0, 3, 128), EMPTY).astype(s.board.dtype)
+    while True:
+        x, y, rot = int(rng.integers(0, 8)), int(rng.integers(10, 16)), int(rng.integers(0, 4))
+        if (x < 7 or rot & 1) and rules.fits(s.board, 0, x, y, rot & 1):
+            break
+    s.x[0], s.y[0], s.rot[0] = x, y, rot
+    s.speed_counter[0] = int(rng.integers(0, 4))
+    _perturb(s, rng)
+    _assert_equal(s, planner)
