@@ -1,7 +1,8 @@
 """The pruned planner against the reference search (``drmario_planner_reference``): the same
 feasibility mask and the same cost of every placement, at decision points of games played
-with random placements and on random junk bottles, over levels, speeds, speed-ups (T = 0
-included), frame-counter phases and carried-over controller states."""
+with random placements, on random junk bottles, on bottles with tiles around the spawn and
+on a hand-built one, over levels, speeds, speed-ups (T = 0 included), frame-counter phases
+and carried-over controller states."""
 
 import numpy as np
 import pytest
