@@ -17,8 +17,10 @@ frame from a fixed table, games restarted when over):
 Decision mode (``mode="decision"``, the default of ``vecsim/DrMario-v0``) is timed in
 decisions/s: ``Engine.step`` of ``--decision-envs`` envs with a random feasible placement each
 (``vecsim.bench.measure.LegalActions``: chosen inside the timed step, no Python loop over envs),
-on one thread (``decision serial``, CPU time with ``--thread-time``) and on Numba's threads
-(``decision parallel``, wall clock, and per CPU second of the process). ``--samples K`` also
+on one thread (``decision serial``, CPU time with ``--thread-time``), on Numba's threads
+(``decision parallel``, wall clock, and per CPU second of the process), and with the engine's
+own choice (``decision auto``: ``parallel="auto"``, what a user gets, wall clock; on a busy
+machine its online chooser may step with the serial kernel). ``--samples K`` also
 times the parallel step in K samples of one second and prints each with their median and best:
 a shared machine's speed changes from one second to the next, so compare two versions by the
 medians of runs alternated in the same minutes. A decision is the
@@ -169,7 +171,7 @@ def _decision_figures(args) -> None:
 
     n = args.decision_envs
     one_thread_clock = time.thread_time if args.thread_time else time.perf_counter
-    for name, parallel in (("decision serial", False), ("decision parallel", True)):
+    for name, parallel in (("decision serial", False), ("decision parallel", True), ("decision auto", "auto")):
         engine = vecsim.make("vecsim/DrMario-v0", num_envs=n, mode="decision", level=args.level, speed=args.speed,
                              parallel=parallel)
         engine.reset(seed=0)
@@ -182,10 +184,15 @@ def _decision_figures(args) -> None:
         rate = _time(step, args.seconds, clock) * n
         # Of the process's CPU time too: on a loaded machine the wall clock counts others' time.
         per_cpu = rate * (time.perf_counter() - start) / max(time.process_time() - start_cpu, 1e-9)
-        extra = f", {per_cpu:.4g} per CPU second of the process" if parallel else ""
+        extra = f", {per_cpu:.4g} per CPU second of the process" if parallel is True else ""
+        if parallel == "auto":
+            chooser = engine.kernel_chooser
+            kernel = "parallel" if (engine.parallel if chooser is None else chooser.parallel) else "serial"
+            extra = f"; the {kernel} kernel" + ("" if chooser is None else
+                                                 f" at the end, {chooser.switches} switches, {chooser.probes} probes")
         print(f"{name:16s} {rate:12.4g} decisions/s (num_envs={n}, mean tau "
               f"{float(engine.info_arrays['tau'].mean()):.0f} frames{extra})")
-        if parallel and args.samples:
+        if parallel is True and args.samples:
             rates = [_time(step, 1.0) * n for _ in range(args.samples)]
             print(f"{'  1 s samples':16s} {' '.join(f'{r:.4g}' for r in rates)} decisions/s (median "
                   f"{float(np.median(rates)):.4g}, best {max(rates):.4g})")

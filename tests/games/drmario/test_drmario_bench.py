@@ -59,8 +59,12 @@ def test_samples_below_zero_are_refused_by_name():
 @pytest.mark.slow
 def test_decision_samples_print_each_second_with_their_median_and_best(capsys):
     bench.main(["--decision-only", "--decision-envs", "2", "--seconds", "0.05", "--samples", "3"])
-    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  1 s samples"))
+    out = capsys.readouterr().out.splitlines()
+    line = next(x for x in out if x.startswith("  1 s samples"))
     rates = [float(v) for v in line.split("samples")[1].split("decisions/s")[0].split()]
     median, best = (float(v.strip(" ,)")) for v in (line.split("median")[1].split(",")[0], line.split("best")[1]))
     assert len(rates) == 3 and min(rates) > 0
     assert median == pytest.approx(float(np.median(rates)), rel=1e-3) and best == pytest.approx(max(rates), rel=1e-3)
+    assert sum(x.startswith("  1 s samples") for x in out) == 1  # of the parallel step only
+    auto = next(x for x in out if x.startswith("decision auto"))
+    assert float(auto.split()[2]) > 0 and ("the serial kernel" in auto or "the parallel kernel" in auto)
