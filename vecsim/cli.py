@@ -1,4 +1,4 @@
-"""The ``vecsim`` command: ``vecsim demo``, ``vecsim bench``, ``vecsim warmup``, ``vecsim calibrate`` and ``vecsim train``.
+"""The ``vecsim`` command: ``demo``, ``bench``, ``warmup``, ``kernels``, ``calibrate`` and ``train``.
 
 ``vecsim demo`` runs every game with random actions through ``gymnasium.make_vec``, prints
 its throughput and writes a PNG of rendered frames. ``vecsim bench`` measures steps per
@@ -7,7 +7,8 @@ second against Gymnasium (and EnvPool when installed) with the functions of
 ``BENCH_VARIANTS`` gets a table of its own, a column per variant, beside the peers
 ``vecsim.bench.peers`` lists for it when they are installed.
 ``vecsim warmup`` compiles kernels into the on-disk cache ahead of time (an image build, a CI
-cache), several games at once. ``vecsim calibrate`` times each game's serial and parallel
+cache), several games at once; ``vecsim kernels`` prints a game's generated kernel module, or
+with ``--compile-times`` how long each kernel takes to compile cold (``vecsim.bench.compile_times``). ``vecsim calibrate`` times each game's serial and parallel
 kernels on this machine and saves the batch size from which ``parallel="auto"`` picks the
 parallel ones (``vecsim.bench.calibrate``). ``vecsim train`` trains a Stable-Baselines3 agent on
 a game (``vecsim.trainers.train``, which imports SB3 and torch only then).
@@ -204,16 +205,40 @@ def _game_params(pairs, games: list[str]) -> dict:
 
 
 def cmd_kernels(args) -> int:
-    """Print the kernel module vecsim generates for one game (without compiling it)."""
+    """Print the kernel module vecsim generates for one game (without compiling it), or with
+    ``--compile-times`` the cold compile times of the games named (every game by default)."""
     import vecsim
 
+    if args.compile_times:
+        return _compile_times(args)
+    if len(args.games) != 1:
+        raise UsageError(f"kernels prints one game's kernel module: name one game id, or add --compile-times "
+                         f"(got {len(args.games)} game ids)")
     try:
-        game_id = _game_list([args.game])[0]
+        game_id = _game_list(args.games)[0]
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     params = _game_params(args.param, [game_id])
     engine = vecsim.make(game_id, 2, precision=args.precision, parallel=False, **params)
     print(engine.kernel_source(), end="")
+    return 0
+
+
+def _compile_times(args) -> int:
+    from vecsim.bench import compile_times
+
+    try:
+        games = _game_list(args.games)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    items = compile_times.cases(games, args.num_envs or compile_times.SIZES)
+    progress = Progress(len(items), enabled=not args.no_progress)
+    results = _map_in_processes(compile_times.run_item, items, args.jobs, progress, "cold cases:",
+                                weight=lambda item: _compile_weight(item[0]) * item[1])
+    progress.finish()
+    print(bench.format_table(compile_times.HEADER, compile_times.table_rows(items, results)))
+    print(f"\neach case in a new process with an empty kernel cache, {min(args.jobs, len(items))} at a time; "
+          f"first step: import, make, reset and one step; {_machine_line()}")
     return 0
 
 
@@ -942,7 +967,7 @@ def _load_count(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vecsim", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="vecsim", description=__doc__.split("\n\n")[0].replace("``", ""))
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="play every game with random actions; print throughput, save frames")
@@ -972,12 +997,19 @@ def build_parser() -> argparse.ArgumentParser:
     w.set_defaults(func=cmd_warmup)
 
     k = sub.add_parser("kernels", help="print the kernel module generated for a game (the Python source Numba "
-                                       "compiles: step, reset and observe kernels, serial and parallel)")
-    k.add_argument("game", help="a game id")
+                                       "compiles), or with --compile-times how long each kernel takes to compile cold")
+    k.add_argument("games", nargs="*", metavar="game", help="a game id (with --compile-times: any number, default every game)")
     k.add_argument("--precision", choices=("float64", "float32"), default="float64",
                    help="precision of the kernels (default: %(default)s)")
     k.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="a game parameter the kernels depend on (e.g. --param action_mode=reach); repeatable")
+    k.add_argument("--compile-times", action="store_true",
+                   help="compile each game in each of its modes at each batch size in a new process with an empty "
+                        "cache, and print the time to the first step and each kernel's compile time")
+    k.add_argument("--num-envs", type=_positive_int, nargs="+", help="with --compile-times: batch sizes (default: 16 4096)")
+    k.add_argument("--jobs", type=_positive_int, default=1,
+                   help="with --compile-times: cases at once (default: 1, so that each has a core to itself)")
+    k.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     k.set_defaults(func=cmd_kernels)
 
     c = sub.add_parser("calibrate", help="time each game's serial and parallel kernels on this machine and save "

@@ -30,6 +30,7 @@ import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
+from vecsim.engine.compile_watch import name_module
 from vecsim.engine.game import GameSpec
 from vecsim.engine.threads import start_thread_pool
 
@@ -247,7 +248,7 @@ def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tabl
         tag = _variant_tag(functions) + ("_telemetry" if telemetry else "")
         name = (f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}{tag}_"
                 f"{_fingerprint(game, source)}")
-        module = _import_generated(name, source)
+        module = _import_generated(name, source, f"{game.env_id} ({precision})")
         _LOADED[key] = module
         return module
 
@@ -274,7 +275,7 @@ def load_game_module(game: GameSpec, path: pathlib.Path):
         _link_thread_row(game)
         text = pathlib.Path(path).read_text()
         name = f"vecsim_{game.module.__name__.replace('.', '_')}_{pathlib.Path(path).stem}_{_fingerprint(game, text)}"
-        module = _import_generated(name, text)
+        module = _import_generated(name, text, f"{game.env_id} ({pathlib.Path(path).stem})")
         _LOADED[key] = module
         return module
 
@@ -429,7 +430,7 @@ def load_collect_kernel(game: GameSpec, precision: str, policy, functions=None):
         fingerprint = _fingerprint(game, text, [pathlib.Path(source_file)])
         fname = (f"vecsim_collect_{mod.__name__.replace('.', '_')}_{module_name.replace('.', '_')}_{name}_"
                  f"{precision}{_variant_tag(functions)}_{fingerprint}")
-        module = _import_generated(fname, text)
+        module = _import_generated(fname, text, f"{game.env_id} ({precision}, policy {name})")
         _LOADED[key] = module
         return module
 
@@ -488,13 +489,16 @@ def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool, fu
         name = (f"vecsim_collect_step_{game.module.__name__.replace('.', '_')}_{precision}_{kind}"
                 f"{_variant_tag(functions)}_"
                 f"{_fingerprint(game, text)}")
-        module = _import_generated(name, text)
+        module = _import_generated(name, text, f"{game.env_id} ({precision}, collector)")
         _LOADED[key] = module
         return module
 
 
-def _import_generated(name: str, source: str):
-    path = cache_dir() / f"{name}.py"
+def _import_generated(name: str, source: str, label: str):
+    """The module ``name`` of ``source``, written to the cache folder and imported; ``label``
+    names its kernels in the notice of a long compile (``vecsim.engine.compile_watch``)."""
+    folder = cache_dir()
+    path = folder / f"{name}.py"
     if not path.exists() or path.read_text() != source:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(source)
@@ -502,6 +506,7 @@ def _import_generated(name: str, source: str):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    name_module(name, label, str(folder))
     spec.loader.exec_module(module)
     for value in vars(module).values():
         if isinstance(value, CPUDispatcher):
