@@ -94,7 +94,8 @@ from vecsim.core.rng import randint
 from vecsim.games.drmario import rules
 from vecsim.games.drmario.rules import TELEMETRY  # noqa: F401 (the game's telemetry kinds)
 from vecsim.games.drmario.state import N_PLACEMENTS, SCRATCH_FIELDS, State, allocate
-from vecsim.games.drmario.tables import BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, LFSR_CYCLE_LENGTH, POWER_ON_CYCLE
+from vecsim.games.drmario.tables import (BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, LFSR_CYCLE_LENGTH,
+                                         POWER_ON_CYCLE, POWER_ON_SEED)
 
 NAME = "DrMario"
 ENV_ID = "DrMario-v0"
@@ -128,17 +129,28 @@ def prepare_params(given: dict) -> dict:
     return named_choices(NAME, CHOICES, given)
 
 
+#: (65536,) bool: which 16-bit LFSR states lie on the power-on cycle (the seeds a console can have).
+_ON_POWER_ON_CYCLE = np.zeros(1 << 16, dtype=bool)
+_ON_POWER_ON_CYCLE[POWER_ON_CYCLE] = True
+
+
 def check_params(values: dict) -> None:
     limits = {"mode": (0, len(CHOICES["mode"]) - 1), "level": (0, 24), "speed": (0, 2), "seed": (-1, 65535),
               "max_frames": (0, 2 ** 62)}
     for name, (lo, hi) in limits.items():
         v = np.asarray(values[name], dtype=float)
-        bad = (v != np.round(v)) | (v < lo) | (v > hi) | ((v == 0) if name == "seed" else False)
+        bad = (v != np.round(v)) | (v < lo) | (v > hi)
+        if name == "seed":
+            # A state off the cycle can fall into the LFSR's fixed point 0 (seed 1 does), where every
+            # virus draw is the same cell and a level that needs more viruses than it has cells never ends.
+            bad |= (v != -1) & ~_ON_POWER_ON_CYCLE[np.clip(np.nan_to_num(v), 0, 65535).astype(np.int64)]
         if np.any(bad):
             what = {"speed": f"one of {CHOICES['speed']} or an integer in [0, 2]",
                     "mode": f"one of {CHOICES['mode']}",
-                    "seed": "-1 or an LFSR state in [1, 65535]"}.get(name, f"an integer in [{lo}, {hi}]")
-            raise ValueError(f"{NAME} {name} must be {what}, but got {name}={v.flat[int(np.flatnonzero(bad)[0])]}")
+                    "seed": f"-1 (a random one) or an LFSR state on the NES's power-on cycle ({LFSR_CYCLE_LENGTH} "
+                            f"of the 65535 nonzero states, {POWER_ON_SEED:#x} the first)"}.get(
+                name, f"an integer in [{lo}, {hi}]")
+            raise ValueError(f"{NAME} {name} must be {what}, but got {name}={v.flat[int(np.flatnonzero(bad)[0])]:g}")
 
 
 def _decision(p) -> bool:

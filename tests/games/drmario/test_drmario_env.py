@@ -21,12 +21,30 @@ def test_actions_are_the_documented_controller_bytes():
     (dict(level=1.5), "level"),
     (dict(speed="fast"), "speed must be one of"),
     (dict(speed=3), "speed"),
-    (dict(seed=0), "seed must be -1 or an LFSR state"),
+    (dict(seed=0), "seed must be -1 \\(a random one\\) or an LFSR state on the NES's power-on cycle"),
+    (dict(seed=1), "but got seed=1$"),  # off the cycle: 1 -> 0, where a level 2 reset never ended
     (dict(mode="turbo"), "mode must be one of"),
 ])
 def test_bad_params_name_the_value(bad, match):
     with pytest.raises(ValueError, match=match):
         gymnasium.make(GAME, **bad).reset(seed=0)
+
+
+def test_a_seed_is_accepted_exactly_when_it_lies_on_the_power_on_cycle():
+    from vecsim.games.drmario import check_params, prepare_params
+    from vecsim.games.drmario.tables import POWER_ON_CYCLE, lfsr_next
+
+    on_cycle = set(POWER_ON_CYCLE.tolist())
+    assert lfsr_next(POWER_ON_CYCLE[-1]) == POWER_ON_CYCLE[0]  # a cycle, 32767 states long
+    defaults = prepare_params(dict(vecsim.resolve(GAME).params_cls()._asdict()))
+    for seed in range(1, 1 << 16, 7):  # every seventh state: both kinds, each many times
+        try:
+            check_params(dict(defaults, seed=seed))
+            accepted = True
+        except ValueError as exc:
+            assert f"seed={seed}" in str(exc)
+            accepted = False
+        assert accepted == (seed in on_cycle), seed
 
 
 def test_level_speed_and_seed_set_the_start():
