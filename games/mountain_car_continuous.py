@@ -42,12 +42,13 @@ promotion rules, where a Python float meeting an ``np.float32`` is converted to 
   ``float64_position`` holds the position while Gymnasium's array would be float64 (reset
   writes the position it draws) and ``inf`` once a step has made it float32. A step computes
   in float64 when ``position == float64_position`` or when the position or the velocity is
-  not a float32 number, and in float32 otherwise. A state written into ``position`` and
-  ``velocity`` is thus typed by its values, as ``np.array(values)`` and ``np.array(values,
-  dtype=np.float32)`` would store it in Gymnasium; to step float32 numbers as Gymnasium's
-  float64 array (a reset to a float32 bound leaves one), write the position into
-  ``float64_position`` as well. (Gymnasium's state is an array of either dtype; a Python list
-  written into it would follow yet other promotions.)
+  not a float32 number, and in float32 otherwise. ``env.unwrapped.state = values`` keeps the
+  dtype of ``values`` (``write_physical_state``): a float64 array steps in float64 even where
+  its numbers are float32 ones, as in Gymnasium. A state written into the engine's
+  ``position`` and ``velocity`` arrays is typed by its values; to step float32 numbers as
+  Gymnasium's float64 array, write the position into ``float64_position`` as well.
+  (Gymnasium's state is an array of either dtype; a Python list written into it would follow
+  yet other promotions, and is taken here as a float64 array.)
 * ``force = min(max(action[0], min_action), max_action)`` is the ``np.float32`` action when
   in bounds, so ``force * power - 0.0025 * cos(3 * position)`` is float32, and the Python
   float bound otherwise, so it is float64.
@@ -111,6 +112,13 @@ PHYSICAL_STATE = ("position", "velocity")
 
 def allocate_state(num_envs: int, float_dtype, params=None) -> State:
     return allocate_float_fields(State, num_envs, float_dtype)
+
+
+def write_physical_state(state, i, values) -> None:
+    """``env.unwrapped.state = values``: position and velocity, and whether Gymnasium's state
+    array would be float64 (its dtype, not its numbers, types the next step)."""
+    state.position[i], state.velocity[i] = float(values[0]), float(values[1])
+    state.float64_position[i] = state.position[i] if values.dtype != np.float32 else math.inf
 
 
 def check_params(values: dict) -> None:

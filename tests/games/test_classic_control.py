@@ -505,6 +505,28 @@ def test_continuous_car_reset_to_a_float32_number_steps_in_float64_as_gymnasiums
                 assert bool(result.terminals[i]) == terminated, f"{where}: terminated"
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_continuous_car_state_assigned_as_an_array_steps_in_that_arrays_dtype(dtype):
+    """``env.unwrapped.state = array``: Gymnasium's next step computes in the array's dtype, even
+    where a float64 array holds float32 numbers (the numbers alone would say float32)."""
+    gym_env = gymnasium.make("MountainCarContinuous-v0").unwrapped
+    env = gymnasium.make("vecsim/MountainCarContinuous-v0")
+    gym_env.reset(seed=0)
+    env.reset(seed=0)
+    rng = np.random.default_rng(7)
+    for k in range(300):
+        state = np.array([rng.uniform(-1.2, 0.5), rng.uniform(-0.07, 0.07)]).astype(np.float32).astype(dtype)
+        action = np.array([rng.uniform(-1.2, 1.2)], dtype=np.float32)
+        gym_env.state, env.unwrapped.state = state.copy(), state.copy()
+        obs, reward, terminated, _, _ = gym_env.step(action)
+        ours, our_reward, our_terminated, truncated, _ = env.step(action)
+        _assert_bitwise(ours, obs, f"state {state!r}, action {action}: observation")
+        _assert_bitwise(np.float64(our_reward), np.float64(reward), f"state {state!r}: reward")
+        assert our_terminated == terminated
+        if our_terminated or truncated:
+            env.reset(seed=k)
+
+
 @pytest.mark.xfail(reason="Gymnasium's Acrobot._get_ob takes NumPy's float32 sin/cos of the float32 state "
                           "reset leaves (SIMD loops, not correctly rounded: about 1 angle in 1,000 differs "
                           "in the last bit here); vecsim rounds the C library's float64 values")

@@ -55,6 +55,10 @@ Optional, with the default this reader gives:
 ``STRUCTURAL``                 ``()``: ``Params`` fields with one value for the whole batch
 ``kernel_functions(params)``   none: stand-ins (``SPECIALISABLE``) for a batch's kernels
 ``info_fields(params)``        none: info key -> ``State`` field, per-step extra outputs
+``write_physical_state``       each ``PHYSICAL_STATE`` field of env ``i`` from ``values``, in
+``(state, i, values)``         order: what a single env's ``env.unwrapped.state = values`` does
+                               (plain Python; ``values`` a 1-D array of the dtype the caller
+                               gave, for a game whose reference steps each dtype differently)
 ``step_env_fast``              none: the step of ``precision="float32"`` (``fast`` options)
 ``pre_step_env``               none: a pass of library calls before the step loop, so that the
                                step loop vectorises; ``pre_step_draft_env`` and
@@ -228,6 +232,16 @@ class GameSpec:
 
     def render_text(self, values: dict, params) -> str:
         return self.module.render_text(values, params)
+
+    def write_physical_state(self, state, i: int, values) -> None:
+        """Env ``i``'s ``physical_state`` fields of ``state`` from the 1-D array ``values`` (checked
+        finite and of the right length), as the game's ``write_physical_state`` writes them."""
+        write = getattr(self.module, "write_physical_state", None)
+        if write is not None:
+            write(state, i, values)
+            return
+        for name, v in zip(self.physical_state, values):
+            getattr(state, name)[i] = v
 
     def enforces_mask_for(self, params) -> bool:
         """Whether a batch with scalar ``params`` refuses actions outside the mask: the game's

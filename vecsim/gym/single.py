@@ -119,14 +119,18 @@ class VecsimEnv(gymnasium.Env):
 
     @state.setter
     def state(self, value) -> None:
-        arr = np.asarray(value, dtype=np.float64)
+        given = np.asarray(value)
+        try:
+            arr = given.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"state must be numbers, but got {value!r}") from None
         if arr.shape != (len(self._fields),):
             raise ValueError(f"state must have shape ({len(self._fields)},) for fields {self._fields}, "
                              f"but got shape {arr.shape}")
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"state must be finite, but got {arr}")
-        for name, v in zip(self._fields, arr):
-            getattr(self.engine.state, name)[0] = v
+        # The dtype the caller gave, where the game's reference steps each dtype differently.
+        self.engine.game.write_physical_state(self.engine.state, 0, given if given.dtype.kind == "f" else arr)
         self.engine.refresh()
 
     def close(self) -> None:
