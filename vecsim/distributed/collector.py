@@ -27,6 +27,7 @@ from numba.core.registry import CPUDispatcher
 import vecsim
 from vecsim.collect.collector import EpisodeBatch, EpisodeCollector, PolicyError
 from vecsim.core.rng import MAX_SEED
+from vecsim.extras import require
 from vecsim.engine.codegen import _policy_location
 from vecsim.engine.engine import _is_int, check_seed
 from vecsim.engine.opponents import refuse_callable_opponent
@@ -44,11 +45,7 @@ class CollectorTimeout(TimeoutError):
 
 
 def _import_ray():
-    try:
-        import ray
-    except ImportError as exc:
-        raise ImportError('the Ray collector needs Ray: pip install "vecsim[ray]"') from exc
-    return ray
+    return require("ray", "ray", "the Ray collector")
 
 
 class _Stop(Exception):

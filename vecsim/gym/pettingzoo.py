@@ -18,9 +18,13 @@ import functools
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import AECEnv, ParallelEnv
 
-from vecsim.engine.engine import Engine, check_seed
+from vecsim.extras import require
+
+require("pettingzoo", "pettingzoo", "vecsim.gym.pettingzoo")
+from pettingzoo import AECEnv, ParallelEnv  # noqa: E402
+
+from vecsim.engine.engine import Engine, check_seed  # noqa: E402
 from vecsim.engine.registry import resolve
 
 

@@ -28,10 +28,14 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
-from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import VecEnv
 
-from vecsim.engine.engine import NO_RESET, SAME_STEP, check_seed
+from vecsim.extras import require
+
+require("stable_baselines3", "train", "vecsim.trainers.sb3")
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+from stable_baselines3.common.vec_env import VecEnv  # noqa: E402
+
+from vecsim.engine.engine import NO_RESET, SAME_STEP, check_seed  # noqa: E402
 from vecsim.gym.vector import FRESH_MIN_ENVS, VecsimVectorEnv, obs_parts, split_obs, split_row
 
 def _held_refs() -> int | None:
