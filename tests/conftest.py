@@ -7,6 +7,8 @@ later processes), so module-scoped engines keep the suite fast on a small CI mac
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -18,6 +20,23 @@ from vecsim.testing import legal_actions, sample_actions
 # "auto" picks; the suite tests the games' own sizes, and its subprocesses inherit this.
 # tests/test_calibration.py turns it back on where it tests the file.
 os.environ["VECSIM_CALIBRATION"] = "0"
+
+
+def pytest_sessionstart(session):
+    """Before the workers of a whole-suite run start (no paths given, workers asked for): every
+    game's default kernels compiled into the cache by ``vecsim warmup``, a process a worker, so
+    that no two workers compile the same kernels at once and the tests' own interpreters (the
+    CLI's, the notebooks', the subprocess checks') load them. On a warm cache it only loads them."""
+    config = session.config
+    workers = getattr(config.option, "numprocesses", None)
+    whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS
+    if os.environ.get("PYTEST_XDIST_WORKER") or not whole_suite or not isinstance(workers, int) or workers < 1:
+        return
+    jobs = min(workers, config.option.maxprocesses or workers)
+    done = subprocess.run([sys.executable, "-m", "vecsim", "warmup", "--jobs", str(jobs), "--no-progress"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:  # the tests will meet the same error, and report it where it belongs
+        print(f"vecsim warmup failed before the suite:\n{done.stderr[-2000:]}", file=sys.stderr)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -38,8 +57,28 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_generate_tests(metafunc):
-    if "game_id" in metafunc.fixturenames:
+    given = {name.strip() for mark in metafunc.definition.iter_markers("parametrize")
+             for name in (mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0])}
+    if "game_id" in metafunc.fixturenames and "game_id" not in given:
         metafunc.parametrize("game_id", vecsim.game_ids(), scope="module")
+
+
+def float32_games() -> list[str]:
+    """The games whose float32 kernels are worth their own compile in a test: those with a
+    ``step_env_fast`` (other code than their float64 step), and one game without (whose float32
+    kernels are its float64 step compiled with fast math and float32 rewards: one such game
+    proves the plumbing for all)."""
+    ids = vecsim.game_ids()
+    fast = [g for g in ids if vecsim.resolve(g).has("step_env_fast")]
+    plain = [g for g in ids if g not in fast]
+    return fast + (["vecsim/BlokusDuo-v0"] if "vecsim/BlokusDuo-v0" in plain else plain[:1])
+
+
+def game_precisions() -> list[tuple[str, str]]:
+    """``(game_id, precision)``: every game in float64, the ``float32_games`` in float32 too; for
+    ``@pytest.mark.parametrize("game_id, precision", game_precisions())``."""
+    f32 = set(float32_games())
+    return [(g, p) for g in vecsim.game_ids() for p in ("float64", "float32") if p == "float64" or g in f32]
 
 
 def lenient(game_id) -> dict:
@@ -94,11 +133,12 @@ def actions_for():
 
 
 def snapshot(eng) -> dict:
-    """Copies of every array that makes up an engine's state and outputs."""
+    """Copies of every array that makes up an engine's state and outputs (thread scratch, which
+    holds nothing from one step to the next, left out: Dr. Mario's is hundreds of MB)."""
     named = {"obs": eng.obs, "rewards": eng.rewards, "terminals": eng.terminals,
              "truncations": eng.truncations, "masks": eng.masks, "events": eng.events,
              "elapsed": eng.elapsed, "rng": eng.rng, "needs_reset": eng.needs_reset}
-    named.update({f"state.{k}": v for k, v in zip(eng.state._fields, eng.state)})
+    named.update({f"state.{k}": v for k, v in zip(eng.state._fields, eng.state) if k not in eng.game.scratch_state})
     return {k: np.array(v, copy=True) for k, v in named.items()}
 
 

@@ -19,6 +19,8 @@ import pytest
 import vecsim
 from vecsim.testing import legal_actions, sample_actions
 
+from conftest import game_precisions
+
 pytestmark = pytest.mark.slow
 
 TESTS = pathlib.Path(__file__).resolve().parent
@@ -44,27 +46,26 @@ def trajectory_hashes(parallel: bool) -> dict[str, str]:
 
 
 def _hash_games(parallel: bool, hashes: dict) -> None:
-    for game_id in vecsim.game_ids():
-        for precision in ("float64", "float32"):
-            eng = vecsim.make(game_id, NUM_ENVS, precision=precision, parallel=parallel, max_episode_steps=30)
-            rng = np.random.default_rng(0)
-            digest = hashlib.sha256(eng.reset(seed=7).tobytes())
-            for t in range(STEPS):
-                if t == STEPS // 2:  # before drawing actions: a reset changes the legal ones
-                    eng.reset_envs(eng.terminals | eng.truncations)
-                actions = sample_actions(eng.single_action_space, NUM_ENVS, rng, mask=legal_actions(eng))
-                if t < STEPS // 2:
-                    eng.step(actions)
-                else:
-                    eng.step_no_reset(actions)
-                for arr in (eng.obs, eng.rewards, eng.terminals, eng.truncations):
-                    digest.update(arr.tobytes())
-                if t >= STEPS // 2:
-                    # the kernel-packed mask (its count known) or a bool array (counted)
-                    mask = eng.result.to_reset_mask() if t % 3 else eng.terminals | eng.truncations
-                    eng.reset_envs(mask, seed=None if t % 2 else 1000 + t)
-            hashes[f"{game_id} {precision}"] = digest.hexdigest()
-            eng.close()
+    for game_id, precision in game_precisions():
+        eng = vecsim.make(game_id, NUM_ENVS, precision=precision, parallel=parallel, max_episode_steps=30)
+        rng = np.random.default_rng(0)
+        digest = hashlib.sha256(eng.reset(seed=7).tobytes())
+        for t in range(STEPS):
+            if t == STEPS // 2:  # before drawing actions: a reset changes the legal ones
+                eng.reset_envs(eng.terminals | eng.truncations)
+            actions = sample_actions(eng.single_action_space, NUM_ENVS, rng, mask=legal_actions(eng))
+            if t < STEPS // 2:
+                eng.step(actions)
+            else:
+                eng.step_no_reset(actions)
+            for arr in (eng.obs, eng.rewards, eng.terminals, eng.truncations):
+                digest.update(arr.tobytes())
+            if t >= STEPS // 2:
+                # the kernel-packed mask (its count known) or a bool array (counted)
+                mask = eng.result.to_reset_mask() if t % 3 else eng.terminals | eng.truncations
+                eng.reset_envs(mask, seed=None if t % 2 else 1000 + t)
+        hashes[f"{game_id} {precision}"] = digest.hexdigest()
+        eng.close()
 
 
 def _run(code: str, **env) -> str:
@@ -81,7 +82,7 @@ _HASHES = (f"import json, sys; sys.path.insert(0, {str(TESTS)!r}); import test_d
 def test_thread_count_does_not_change_trajectories():
     one = json.loads(_run(_HASHES, NUMBA_NUM_THREADS="1"))
     two = json.loads(_run(_HASHES, NUMBA_NUM_THREADS="2"))
-    assert set(one) == {f"{g} {p}" for g in vecsim.game_ids() for p in ("float64", "float32")}
+    assert set(one) == {f"{g} {p}" for g, p in game_precisions()}
     assert [k for k in one if one[k] != two[k]] == [], "1 vs 2 threads: these runs differ"
     # The serial kernel in this process agrees with both.
     serial = trajectory_hashes(parallel=False)
@@ -90,6 +91,7 @@ def test_thread_count_does_not_change_trajectories():
 
 _CACHE_STATS = """
 import json, sys
+sys.path.insert(0, TESTS_DIR)
 from numba.core.registry import cpu_target
 import vecsim
 refreshes = []  # Numba's target-context refreshes (a compile does one; a cache load need not)
@@ -101,10 +103,10 @@ def legal(eng):  # each env's first legal action (zero may be outside a binding 
     if eng.n_mask:
         acts[:] = eng.masks.argmax(axis=1)
     return acts
-for k, game_id in enumerate(vecsim.game_ids()):
-    # Every game's serial kernels; the parallel ones (same template) for the first game only,
-    # which keeps the cold compile of this test short.
-    for parallel in (False, True) if k == 0 else (False,):
+# A classic game, and a game with thread scratch (whose kernels load after the thread pool
+# starts): every game's kernels come from one template, so these two take every loading path.
+for game_id in ("vecsim/CartPole-v1", vecsim.register("scratch_walk_game")):
+    for parallel in (False, True):
         eng = vecsim.make(game_id, 2, parallel=parallel)
         eng.reset(seed=0)
         eng.step(legal(eng))
@@ -119,7 +121,7 @@ for k, game_id in enumerate(vecsim.game_ids()):
                     stats[f"{game_id} {name}_{kind}"] = [sum(d.stats.cache_hits.values()),
                                                          sum(d.stats.cache_misses.values()), len(d.signatures)]
 print(json.dumps({"kernels": stats, "refreshes": len(refreshes)}))
-"""
+""".replace("TESTS_DIR", repr(str(TESTS)))
 
 
 def test_a_warm_start_loads_every_kernel_from_the_cache(tmp_path):
@@ -132,7 +134,7 @@ def test_a_warm_start_loads_every_kernel_from_the_cache(tmp_path):
     assert warm_run["refreshes"] == 0, "a warm process refreshed Numba's target context"
     assert all(misses for _, misses, _ in cold.values()), "the first process found a cache it should not have"
     assert set(warm) == set(cold)
-    assert len(warm) == 3 * len(vecsim.game_ids()) + 3
+    assert len(warm) == 12  # step, reset and observe, serial and parallel, of both games
     for name, (hits, misses, signatures) in warm.items():
         assert misses == 0, f"{name} compiled {misses} signature(s) in a warm process"
         assert hits == signatures > 0, f"{name}: {hits} cache hits for {signatures} signatures"

@@ -12,6 +12,8 @@ from vecsim.engine.engine import Engine
 from vecsim.testing import check_engine, check_vector_env
 from vecsim.gym.vector import VecsimVectorEnv
 
+from conftest import game_precisions
+
 FIRST_GAME = vecsim.game_ids()[0]
 
 
@@ -26,7 +28,7 @@ def _check_params(game_id: str) -> dict:
     return CHECK_PARAMS.get(vecsim.resolve(game_id).name, {})
 
 
-@pytest.mark.parametrize("precision", ["float64", "float32"])
+@pytest.mark.parametrize("game_id, precision", game_precisions())
 def test_vector_env_contract(game_id, precision):
     check_vector_env(game_id, num_envs=4, seed=3, precision=precision, **_check_params(game_id))
 
@@ -62,7 +64,7 @@ def test_vector_env_contract_with_kernel_written_results(fresh_game, monkeypatch
     assert fresh == want
 
 
-@pytest.mark.parametrize("precision", ["float64", "float32"])
+@pytest.mark.parametrize("game_id, precision", game_precisions())
 def test_engine_semantics(game_id, precision):
     check_engine(game_id, num_envs=37, seed=5, precision=precision, **_check_params(game_id))
 

@@ -20,7 +20,7 @@ from vecsim import Engine, ResetMask, StepResult
 from vecsim.core.scratch import thread_rows
 from vecsim.engine.engine import parallel_min_envs
 
-from conftest import FIXED_START, first_legal_actions, lenient, start_of
+from conftest import FIXED_START, first_legal_actions, game_precisions, lenient, start_of
 
 #: A constant per game that changes the dynamics, for the per-env parameter test.
 DYNAMIC_PARAM = {"CartPole": "force_mag", "MountainCar": "force", "MountainCarContinuous": "power",
@@ -302,8 +302,21 @@ def test_parallel_thresholds_grow_on_the_workqueue_threading_layer():
     assert proc.stdout.split() == ["workqueue", "False", "True", "True", "True"], proc.stdout
 
 
-def test_supports_no_reset(engine):
-    assert engine.supports_no_reset() is True
+def test_supports_no_reset_means_a_finished_env_stays_finished_until_reset_envs():
+    eng = vecsim.make("CartPole-v1", 2)
+    assert eng.supports_no_reset() is True
+    eng.reset(seed=0)
+    push = np.ones(2, dtype=np.int64)  # pushing one way topples every pole
+    while not eng.terminals.any():
+        eng.step_no_reset(push)
+    i = int(np.flatnonzero(eng.terminals)[0])
+    final = eng.obs[i].copy()
+    assert abs(final[2]) > 0.2095  # past the angle limit: a terminal state, not a fresh one
+    with pytest.raises(ValueError):
+        eng.step_no_reset(push)
+    assert np.array_equal(eng.obs[i], final) and eng.terminals[i]
+    eng.reset_envs(eng.terminals)
+    assert not eng.terminals[i] and abs(eng.obs[i, 2]) <= 0.05  # a fresh start
 
 
 def test_zero_actions_are_a_valid_batch(game_id):
@@ -656,7 +669,13 @@ def test_the_kernel_packs_the_finished_envs_of_step_no_reset(num_envs):
 
 
 # -- caller-supplied buffers -------------------------------------------------------------
-@pytest.mark.parametrize("order", ["C", "F"])
+#: Fortran-ordered observations make kernels of their own for a game (about as long to compile as
+#: its default ones) from code that no game writes differently: a classic and a masked game.
+F_ORDER_GAMES = ("vecsim/CartPole-v1", "vecsim/BlokusDuo-v0")
+
+
+@pytest.mark.parametrize("game_id, order", [(g, "C") for g in vecsim.game_ids()]
+                         + [(g, "F") for g in F_ORDER_GAMES if g in vecsim.game_ids()])
 def test_caller_buffers_are_written_in_place(game_id, order, actions_for, rng):
     n = 6
     ref = vecsim.make(game_id, n)
@@ -700,16 +719,20 @@ def test_caller_buffers_only_partially_given(game_id):
 
 
 # -- per-env constants -------------------------------------------------------------------
-def test_per_env_params_equal_scalar_engines_env_by_env(game_id, actions_for, rng):
-    game = vecsim.resolve(game_id)
+def _param_and_two_values(game):
+    """``(name, default, other)``: a constant of ``game`` and two valid values of it."""
     if game.name in CHOICE_PARAM:
         name, other = CHOICE_PARAM[game.name]
-        base = game.params_cls._field_defaults[name]
-    else:
-        name = DYNAMIC_PARAM.get(game.name) or next(
-            f for f in game.params_cls._fields if game.params_cls._field_defaults[f] != 0)
-        base = game.params_cls._field_defaults[name]
-        other = base * 1.25
+        return name, game.params_cls._field_defaults[name], other
+    name = DYNAMIC_PARAM.get(game.name) or next(
+        f for f in game.params_cls._fields if game.params_cls._field_defaults[f] != 0)
+    base = game.params_cls._field_defaults[name]
+    return name, base, base * 1.25
+
+
+def test_per_env_params_equal_scalar_engines_env_by_env(game_id, actions_for, rng):
+    game = vecsim.resolve(game_id)
+    name, base, other = _param_and_two_values(game)
     n = 6
     values = np.where(np.arange(n) % 2 == 0, base, other)
     mixed = vecsim.make(game_id, n, **{name: values})
@@ -733,15 +756,14 @@ def test_per_env_params_equal_scalar_engines_env_by_env(game_id, actions_for, rn
 
 def test_params_of_reports_one_envs_constants(game_id):
     game = vecsim.resolve(game_id)
-    name = game.params_cls._fields[0]
-    default = game.params_cls._field_defaults[name]
-    eng = vecsim.make(game_id, 2, **{name: [default, default]})
-    assert getattr(eng.params_of(1), name) == default
+    name, base, other = _param_and_two_values(game)
+    eng = vecsim.make(game_id, 2, **{name: [base, other]})
+    assert [getattr(eng.params_of(i), name) for i in (0, 1)] == [base, other]
     assert isinstance(eng.params_of(0), game.params_cls)
 
 
 # -- precision ---------------------------------------------------------------------------
-@pytest.mark.parametrize("precision", ["float64", "float32"])
+@pytest.mark.parametrize("game_id, precision", game_precisions())
 def test_precision_sets_state_and_reward_dtypes(game_id, precision):
     eng = vecsim.make(game_id, 3, precision=precision)
     eng.reset(seed=0)

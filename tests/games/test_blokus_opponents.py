@@ -176,12 +176,18 @@ def test_sb3_adapter_steps_against_a_callable_opponent():
     venv.reset()
     rng = np.random.default_rng(0)
     games = 0
+    returns, lengths = np.zeros(4), np.zeros(4, dtype=np.int64)  # of each env's game so far
     for _ in range(60):
         masks = np.stack(venv.env_method("action_masks"))
-        _, _, dones, infos = venv.step(learner_actions(masks, rng))
+        _, rewards, dones, infos = venv.step(learner_actions(masks, rng))
+        returns += rewards
+        lengths += 1
         for i in np.flatnonzero(dones):
             games += 1
-            assert infos[i]["episode"]["r"] == infos[i]["episode"]["r"]  # a Monitor episode
+            # Monitor's statistics: the learner's reward and steps over the game, its opponent's turns unseen.
+            assert infos[i]["episode"]["r"] == pytest.approx(returns[i], abs=1e-6)
+            assert infos[i]["episode"]["l"] == lengths[i]
+            returns[i], lengths[i] = 0.0, 0
         assert not venv.engine.acting_seat.any()
     assert games >= 4
     venv.close()

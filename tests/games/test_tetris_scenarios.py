@@ -164,8 +164,8 @@ def test_t_spin_poses_in_reach_mode():
     # locks in the slot: 19 steps. Without kicks the slot is still reachable, by dropping the
     # T in state R through the two free cells (21, 2) (21, 3) and turning it at (0, 0), one
     # step later.
-    srs = engine(action_mode="reach", hold=False)
-    none = engine(action_mode="reach", hold=False, rotation="none")
+    srs = engine(action_mode="reach")
+    none = engine(action_mode="reach", rotation="none")
     for eng in (srs, none):
         set_board(eng, 0, TSD_BOARD, piece="T")
     a = reach_action(*TSD_END)
@@ -180,12 +180,12 @@ def test_t_spin_poses_in_reach_mode():
         # gravity 1: the T gets to the start pose only by a kick from a resting pose (state R
         # against the left wall), after which it cannot fall and locks there at once, so the
         # second kick into the triple slot never happens; gravity 0 never locks by itself.
-        eng = engine(action_mode="reach", hold=False, gravity=gravity, rotation=rotation)
+        eng = engine(action_mode="reach", gravity=gravity, rotation=rotation)
         set_board(eng, 0, TST_BOARD, piece="T")
         assert eng.masks[0, a] == reachable, (gravity, rotation)
         assert (eng.state.cost[0, a] >= 0) == reachable
         assert eng.masks[0, reach_action(*TST_START)] == (rotation == "srs")
-    eng = engine(action_mode="reach", hold=False, gravity=0, rotation="srs")
+    eng = engine(action_mode="reach", gravity=0, rotation="srs")
     set_board(eng, 0, TST_BOARD, piece="T")
     step(eng, a)
     assert ev(eng, "lines") == 3 and eng.rewards[0] == 500
