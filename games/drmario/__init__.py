@@ -186,8 +186,10 @@ def info_fields(p) -> dict:
 
 
 def kernel_functions(p) -> dict:
-    """Only a decision-mode batch compiles the planner into its step and mask."""
-    return {"step_env": "step_decision_env", "write_mask": "write_decision_mask"} if _decision(p) else {}
+    """Only a decision-mode batch compiles the planner into its reset, step and mask."""
+    if _decision(p):
+        return {"step_env": "step_decision_env", "write_mask": "write_decision_mask"}
+    return {"reset_env": "reset_frame_env"}
 
 
 @exact
@@ -198,13 +200,19 @@ def enforce_mask(p, i):
 
 
 @exact
-def reset_env(s, p, i, rng):
+def reset_frame_env(s, p, i, rng):
+    """Frame mode's ``reset_env`` (``kernel_functions``): the level's first frame."""
     seed = np.int64(param(p.seed, i))
     lfsr = POWER_ON_CYCLE[randint(rng, i, LFSR_CYCLE_LENGTH)] if seed < 0 else seed
     s.held[i] = 0
     s.hor_velocity[i] = 0
     s.fc[i] = 0
     rules.start_level(s, i, np.int64(param(p.level, i)), np.int64(param(p.speed, i)), lfsr, 0)
+
+
+@exact
+def reset_env(s, p, i, rng):
+    reset_frame_env(s, p, i, rng)
     if np.int64(param(p.mode, i)) == DECISION:
         decision.reset_to_decision(s, i)
 

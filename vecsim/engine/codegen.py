@@ -85,6 +85,13 @@ def _function_names(game: GameSpec, precision: str, functions) -> tuple[str, str
     return chosen.get(step, step), chosen.get("write_mask", "write_mask")
 
 
+def _render_reset(text: str, functions) -> str:
+    """``text`` with ``RESET_ENV`` bound to the game's ``reset_env`` or the stand-in that
+    ``functions`` chose (a batch whose resets never run part of the game's, such as Dr. Mario's
+    frame mode and its planner, compiles without that part)."""
+    return re.sub(r"\bRESET_ENV\b", dict(functions).get("reset_env", "reset_env"), text)
+
+
 def _default_functions(game: GameSpec, functions):
     """``functions``, or for ``None`` the game's ``kernel_functions`` at its default constants."""
     return game.kernel_functions(game.params_cls()) if functions is None else tuple(functions)
@@ -165,7 +172,7 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     text = re.sub(r"\bPARAM_ROWS\b", param_rows, text)
     text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
     text = _render_contract_calls(text, game, mask_fn, functions)
-    text = re.sub(r"\bWRITE_MASK\b", mask_fn, text)
+    text = _render_reset(re.sub(r"\bWRITE_MASK\b", mask_fn, text), functions)
     two_pass = not fast and game.has("pre_step_fix_env")
     one_pass = not (fast or two_pass or not game.has("pre_step_env"))
     if not one_pass:  # no empty parallel region
@@ -306,7 +313,7 @@ def _substitute_game(text: str, game: GameSpec, precision: str, functions=None) 
     text = re.sub(r"\bSTATE_ARGS\b", ", ".join(f"f_{f}" for f in game.state_cls._fields), text)
     text = re.sub(r"\bPARAM_ROWS\b", ", ".join(f"P[{k}]" for k in range(len(game.params_cls._fields))), text)
     text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
-    text = re.sub(r"\bWRITE_MASK\b", mask_fn, text)
+    text = _render_reset(re.sub(r"\bWRITE_MASK\b", mask_fn, text), functions)
     text = re.sub(r"\bPRE_STEP\b", pre_step, text)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
     return text.replace('"PRECISION"', repr(precision))

@@ -350,10 +350,11 @@ def _step_run_with_telemetry(game_module, step_name: str, precision: str, mask_n
         return _FUSED[key]
 
 
-def reset_and_write(game_module, mask_name: str = "write_mask"):
+def reset_and_write(game_module, mask_name: str = "write_mask", reset_name: str = "reset_env"):
     """The njit function ``f(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset,
-    has_final, obs, masks, final_obs, same_step)`` of a game: its ``reset_env`` of env ``i``,
-    then ``write_obs`` and its mask (``mask_name``, as for ``step_parts``).
+    has_final, obs, masks, final_obs, same_step)`` of a game: its ``reset_env`` (``reset_name``:
+    or the stand-in its ``kernel_functions`` chose) of env ``i``, then ``write_obs`` and its mask
+    (``mask_name``, as for ``step_parts``).
 
     With ``same_step`` False, the outputs of a fresh episode (no reward, flags or events,
     step 0). With ``same_step`` True (Gymnasium's SAME_STEP autoreset), env ``i``'s
@@ -365,11 +366,11 @@ def reset_and_write(game_module, mask_name: str = "write_mask"):
     three copies in the kernel template. One function for both kinds of reset, so that the
     game's functions are compiled once for both. Compiled with the exact options whatever the
     precision: resets draw in float64 either way."""
-    key = (game_module.__name__, "reset_env", mask_name, "exact")
+    key = (game_module.__name__, reset_name, mask_name, "exact")
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(EXACT_OPTIONS, cache=False)
-            reset = _inline_copy(game_module.reset_env, opts)
+            reset = _inline_copy(getattr(game_module, reset_name), opts)
             write_obs = _inline_copy(game_module.write_obs, opts)
             mask = _inline_copy(contract_function(game_module, mask_name), opts)
 

@@ -120,7 +120,7 @@ REQUIRED = (
 PACKED_MASK_FN = "write_mask_packed"
 
 #: Contract functions a game's ``kernel_functions`` may replace in a batch's kernels.
-SPECIALISABLE = ("step_env", "step_env_fast", "write_mask")
+SPECIALISABLE = ("reset_env", "step_env", "step_env_fast", "write_mask")
 
 #: The ``@njit`` functions a kernel may call, with the stand-in for a game that has none.
 _KERNEL_DEFAULTS = {"write_mask": no_mask, "pre_step_env": no_pre_step, "refuse_env": no_refuse}

@@ -70,3 +70,12 @@ def test_play_until_the_pill_locks_and_render_rgb():
     assert locks >= 2
     img = env.render()
     assert img.dtype == np.uint8 and img.shape == (152, 80, 3)
+
+
+def test_frame_mode_kernels_reset_without_the_planner():
+    """Frame mode never plans, so its kernels take the reset stand-in that does not reach the
+    planner (``kernel_functions``): a third of decision mode's compile, not all of it."""
+    frame = vecsim.make(GAME, 2, mode="frame", parallel=False).kernel_source()
+    decision = vecsim.make(GAME, 2, parallel=False).kernel_source()
+    assert 'reset_and_write(_game, "write_mask", "reset_frame_env")' in frame
+    assert 'reset_and_write(_game, "write_decision_mask", "reset_env")' in decision

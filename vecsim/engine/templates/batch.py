@@ -87,7 +87,7 @@ _step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", F
 # Its reset, fresh-episode outputs, observation and mask in one call (vecsim.engine.fusion.reset_and_write).
 # Its last argument is passed as np.bool_(...): literal True and False would type as two
 # signatures and compile it twice (see docs/numba-workarounds.md).
-_reset_and_write = reset_and_write(_game, "WRITE_MASK")
+_reset_and_write = reset_and_write(_game, "WRITE_MASK", "RESET_ENV")
 _all_legal = all_legal_for(_game, "WRITE_MASK")  # a terminated env's mask, bool or packed
 # The steps of a run of KernelHints.envs_per_call envs in one call (vecsim.engine.fusion.step_run_and_write).
 _step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID, TELEMETRY_ON)

@@ -38,7 +38,7 @@ _policy_inline = inline_if_same_semantics(_policy, OPTS_SLOT)
 def _start_job(s, p, w, seed, rng, obs, masks):
     """Reset slot ``w`` for a job seeded ``seed``: its first observation and mask."""
     seed_env(rng, w, seed)
-    _game.reset_env(s, p, w, rng)
+    _game.RESET_ENV(s, p, w, rng)
     _game.write_obs(s, p, w, obs)
     MASK_FN(s, p, w, masks)
 

@@ -150,7 +150,7 @@ def _start_job(w, j, seeds, pol_rng, obs_out, mask_out, obs, masks, rng, P, STAT
     # The random policy's stream: a function of the job's seed, apart from the env's.
     pol_rng[w, 0] = mix64(rng[w, 0] ^ _POLICY_SALT)
     pol_rng[w, 1] = 0
-    _game.reset_env(s, p, w, rng)
+    _game.RESET_ENV(s, p, w, rng)
     _game.write_obs(s, p, w, obs)
     MASK_FN(s, p, w, masks)
     record_inputs(j, 0, w, obs, masks, obs_out, mask_out)
