@@ -1020,7 +1020,7 @@ def test_kernel_functions_are_checked(monkeypatch):
 
     tetris = load_game("vecsim.games.tetris")
     p = tetris.params_cls()
-    for bad, error, match in (({"reset_env": "write_mask"}, ValueError, "may replace only"),
+    for bad, error, match in (({"write_obs": "write_mask"}, ValueError, "may replace only"),
                               ({"write_mask": "no_such_function"}, TypeError, "'no_such_function' for 'write_mask'"),
                               ({"write_mask": "N_DROP"}, TypeError, "not an @njit function"),
                               ([("write_mask", "write_mask")], TypeError, "must return a dict")):
