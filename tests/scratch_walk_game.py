@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from gymnasium import spaces
 
 from vecsim.core import scratch
 from vecsim.core.contract import param
 from vecsim.core.jit import exact
 from vecsim.core.rng import uniform
 
-from rng_walk_game import Params, observation_space, render_text, write_obs  # noqa: F401
+from rng_walk_game import (Params, action_space, observation_space, render_rgb, render_text,  # noqa: F401
+                           reset_env, write_obs)
 
 NAME = "ScratchWalk"
 ENV_ID = "ScratchWalk-v0"
@@ -37,15 +37,6 @@ def allocate_state(num_envs, float_dtype, params=None):
     return State(np.zeros(num_envs, float_dtype), scratch.zeros((DRAWS,), float_dtype))
 
 
-def action_space(p):
-    return spaces.Discrete(2)
-
-
-@exact
-def reset_env(s, p, i, rng):
-    s.x[i] = uniform(rng, i, -1.0, 1.0)
-
-
 @exact
 def step_env(s, p, i, actions, events, rng):
     row = scratch.thread_row()
@@ -60,9 +51,3 @@ def step_env(s, p, i, actions, events, rng):
     bound = param(p.bound, i)
     return -abs(s.x[i]), s.x[i] > bound or s.x[i] < -bound
 
-
-def render_rgb(values, p):
-    img = np.full((8, 64, 3), 255, dtype=np.uint8)
-    col = int(np.clip((values["x"] / (2 * p.bound) + 0.5) * 63, 0, 63))
-    img[:, col] = (200, 0, 0)
-    return img
