@@ -49,7 +49,9 @@ def register(game) -> str:
     Parameters
     ----------
     game : module or str
-        A module that follows the game contract (``games/README.md``), or its import name.
+        A module that follows the game contract (``games/README.md``), its import name
+        (``"my_pkg.my_game"``), or the path of its ``.py`` file (``"my_pkg/my_game.py"``: its
+        folder, or the folder above its package, goes on ``sys.path``).
 
     Returns
     -------
@@ -62,7 +64,10 @@ def register(game) -> str:
     TypeError
         The module breaks the contract (the message names what it lacks).
     ValueError
-        Its ``ENV_ID`` is already registered for another module.
+        Its ``ENV_ID`` is already registered for another module, or ``game`` is a path that
+        does not end in ``.py``.
+    FileNotFoundError
+        ``game`` is the path of a ``.py`` file that does not exist.
     """
     from vecsim.engine import registry
 

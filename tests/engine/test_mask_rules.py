@@ -162,12 +162,13 @@ def test_an_engine_owned_event_name_is_reserved():
     import types
 
     import masked_walk_game
+    from vecsim.core.jit import exact
     from vecsim.engine.game import load_game
 
     module = types.ModuleType("clashing_game")
     module.__dict__.update({k: v for k, v in vars(masked_walk_game).items() if not k.startswith("__")})
     module.EVENTS = ("invalid_action",)
-    module.enforce_mask = lambda p, i: True
+    module.enforce_mask = exact(lambda p, i: True)
     with pytest.raises(TypeError, match="'invalid_action' is the engine's"):
         load_game(module)
 

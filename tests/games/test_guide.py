@@ -189,6 +189,47 @@ def test_a_module_that_cannot_be_imported_by_its_name_is_refused(registered):
         vecsim.register(copy_of_minimal_game("nowhere_game"))
 
 
+def _plain(fn):
+    return fn.py_func  # the Python function under the @exact decorator
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("reset_env", _plain(minimal_game.reset_env), r"reset_env must be compiled for the kernels: decorate it with "
+                                                  r"@vecsim\.core\.jit\.exact"),
+    ("write_obs", vecsim.core.jit.exact(lambda s, p, i: None), r"write_obs must take \(s, p, i, obs\), but takes "
+                                                              r"\(s, p, i\)"),
+    ("step_env", vecsim.core.jit.exact(lambda s, p, i, actions, events, rng, ring, extra: 0),
+     r"step_env must take \(s, p, i, actions, events, rng\)"),
+])
+def test_a_contract_function_that_is_not_compiled_or_takes_other_parameters_is_refused_naming_it(
+        registered, monkeypatch, name, value, message):
+    broken = copy_of_minimal_game("broken_game")
+    setattr(broken, name, value)
+    monkeypatch.setitem(sys.modules, "broken_game", broken)
+    with pytest.raises(TypeError, match=message):
+        vecsim.register(broken)
+
+
+def test_a_path_to_the_games_file_registers_it_as_its_import_name_does(registered, tmp_path):
+    package = tmp_path / "my_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "path_game.py").write_text(Path(minimal_game.__file__).read_text().replace(
+        'ENV_ID = "WalkToTarget-v0"', 'ENV_ID = "PathGame-v0"'))
+    try:
+        assert vecsim.register(str(package / "path_game.py")) == "vecsim/PathGame-v0"
+        assert vecsim.resolve("vecsim/PathGame-v0").module.__name__ == "my_pkg.path_game"  # its package's
+        with pytest.raises(ValueError, match=r"or the path of its \.py file \('my_pkg/my_game\.py'\), but got "
+                                             r"'my_pkg/path_game'"):
+            vecsim.register("my_pkg/path_game")
+        with pytest.raises(FileNotFoundError, match="no_game.py"):
+            vecsim.register(str(package / "no_game.py"))
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in ("my_pkg.path_game", "my_pkg"):
+            sys.modules.pop(name, None)
+
+
 def test_unregister_removes_the_gymnasium_id_too(walk_id):
     vecsim.unregister(walk_id)
     assert walk_id not in vecsim.game_ids() and walk_id not in gymnasium.registry
@@ -201,7 +242,7 @@ def test_unregister_removes_the_gymnasium_id_too(walk_id):
     ("EVENTS", "reached", "EVENTS must be a tuple of names"),
     ("PHYSICAL_STATE", ("nowhere",), r"PHYSICAL_STATE names \['nowhere'\], which are not State fields"),
     ("SCRATCH_STATE", ("nowhere",), r"SCRATCH_STATE names \['nowhere'\], which are not State fields"),
-    ("enforce_mask", lambda p, i: True, "declares enforce_mask but no write_mask"),
+    ("enforce_mask", vecsim.core.jit.exact(lambda p, i: True), "declares enforce_mask but no write_mask"),
 ])
 def test_malformed_optional_names_are_refused_naming_them(registered, monkeypatch, name, value, message):
     broken = copy_of_minimal_game("malformed_game")

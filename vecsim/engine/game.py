@@ -311,6 +311,41 @@ class GameSpec:
         return tuple(sorted(chosen.items()))
 
 
+#: The contract's compiled functions and their parameters; a step may take a last
+#: ``telemetry=None`` (a game with ``TELEMETRY``), which has a default.
+KERNEL_PARAMETERS = {
+    "reset_env": "s, p, i, rng", "step_env": "s, p, i, actions, events, rng",
+    "step_env_fast": "s, p, i, actions, events, rng", "write_obs": "s, p, i, obs",
+    "write_obs_changes": "s, p, i, obs", "write_mask": "s, p, i, masks", "write_mask_packed": "s, p, i, packed",
+    "all_legal_packed": "s, p, i, packed", "action_ok": "p, actions, i", "enforce_mask": "p, i",
+    "refuse_env": "s, p, i", "pre_step_env": "s, p, i, actions", "pre_step_draft_env": "s, p, i, actions",
+    "pre_step_fix_env": "s, p, i, actions",
+}
+
+
+def _check_kernel_functions(mod, where: str) -> None:
+    """Each contract function the module declares (and each stand-in its ``kernel_functions``
+    may name, which ``GameSpec.kernel_functions`` checks) is an ``@exact``/``@fast`` function
+    taking the contract's parameters: a ``TypeError`` naming the function and the fix, before
+    anything compiles."""
+    from numba.core.registry import CPUDispatcher
+
+    for name, wanted in KERNEL_PARAMETERS.items():
+        fn = getattr(mod, name, None)
+        if fn is None or fn is _KERNEL_DEFAULTS.get(name):
+            continue
+        if not isinstance(fn, CPUDispatcher):
+            raise TypeError(f"{where}: {name} must be compiled for the kernels: decorate it with "
+                            f"@vecsim.core.jit.exact (or @fast for a float32 step), but it is {type(fn).__name__} "
+                            f"{getattr(fn, '__name__', fn)!r}")
+        params = list(inspect.signature(fn.py_func).parameters.values())
+        required = [q for q in params if q.default is inspect.Parameter.empty]
+        n = len(wanted.split(", "))
+        if len(required) != n or len(params) > n + 1:
+            raise TypeError(f"{where}: {name} must take ({wanted}), but takes "
+                            f"({', '.join(q.name for q in params)})")
+
+
 def load_game(module) -> GameSpec:
     """Read a game module (a module or its import name) once into a ``GameSpec``.
 
@@ -326,6 +361,7 @@ def load_game(module) -> GameSpec:
     missing = [name for name in REQUIRED if not hasattr(mod, name)]
     if missing:
         raise TypeError(f"{where} lacks {', '.join(missing)}")
+    _check_kernel_functions(mod, where)
     two_pass = [hasattr(mod, name) for name in ("pre_step_env", "pre_step_draft_env", "pre_step_fix_env")]
     if any(two_pass[1:]) and not all(two_pass):
         raise TypeError(f"{where} must declare pre_step_draft_env and pre_step_fix_env together, with pre_step_env")

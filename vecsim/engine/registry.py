@@ -8,6 +8,8 @@ the numbers against the modules'. ``register`` adds a user's own game module.
 from __future__ import annotations
 
 import importlib
+import pathlib
+import sys
 import threading
 from types import ModuleType
 
@@ -67,9 +69,30 @@ def resolve(game_id: str) -> GameSpec:
         return _LOADED[key]
 
 
+def _module_name_of(game: str) -> str:
+    """The import name of ``game``: an import name as it is, or for the path of a ``.py`` file
+    the name it is imported by, its folder (or the folder above its package) put on
+    ``sys.path`` first, since the generated kernels import the game by name."""
+    if not game.endswith(".py"):
+        if "/" in game or "\\" in game:
+            raise ValueError(f"register takes a game module, its import name ('my_pkg.my_game') or the path of "
+                             f"its .py file ('my_pkg/my_game.py'), but got {game!r}")
+        return game
+    path = pathlib.Path(game).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"register: no game module file at {game!r}")
+    parts, folder = [path.stem], path.parent
+    while (folder / "__init__.py").is_file():  # a module of a package: imported as pkg.module
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    return ".".join(parts)
+
+
 def add(game) -> GameSpec:
-    """Read the game module ``game`` (a module or its import name) and list it under its
-    ``ENV_ID``. The same module again is a no-op; another module under a listed id is refused.
+    """Read the game module ``game`` (a module, its import name or the path of its ``.py``
+    file) and list it under its ``ENV_ID``. The same module again is a no-op; another module under a listed id is refused.
 
     Raises
     ------
@@ -79,7 +102,7 @@ def add(game) -> GameSpec:
         Its ``ENV_ID`` is already taken by another module.
     """
     if isinstance(game, str):
-        module = importlib.import_module(game)
+        module = importlib.import_module(_module_name_of(game))
     elif isinstance(game, ModuleType):
         module = game
     else:
