@@ -106,7 +106,7 @@ def add(game) -> GameSpec:
     elif isinstance(game, ModuleType):
         module = game
     else:
-        raise TypeError(f"register takes a game module or its import name, but got {game!r}")
+        raise TypeError(f"register takes a game module, its import name or the path of its .py file, but got {game!r}")
     try:
         importable = importlib.import_module(module.__name__) is module
     except ImportError:
