@@ -129,7 +129,7 @@ def test_a_warm_start_loads_every_kernel_from_the_cache(tmp_path):
     warm_run = json.loads(_run(_CACHE_STATS, VECSIM_CACHE_DIR=str(tmp_path)))
     cold, warm = cold_run["kernels"], warm_run["kernels"]
     assert cold_run["refreshes"] > 0
-    # Loading from the cache skips Numba's registry refresh (vecsim.engine.codegen._load_without_refresh):
+    # Loading from the cache skips Numba's registry refresh (vecsim.core.kernel_cache.guard_cache):
     # about 0.15 s of a warm start.
     assert warm_run["refreshes"] == 0, "a warm process refreshed Numba's target context"
     assert all(misses for _, misses, _ in cold.values()), "the first process found a cache it should not have"

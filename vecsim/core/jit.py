@@ -3,11 +3,13 @@
 Every kernel in ``vecsim``, ``games`` and ``planners`` is compiled through the decorators
 defined here, so cache, GIL and floating-point policy are uniform:
 
-* ``cache=True`` on the batched kernels only (``kernel_options``): a warm process loads their
+* ``cache=True`` on the batched kernels (``kernel_options``): a warm process loads their
   machine code from disk, callees included. Per-env game functions and helpers are not
   cached on their own: Numba's cache does not notice when a callee changes, so a cached
-  callee could go stale; the kernel module's file name carries a hash of every source it
-  depends on instead (see ``vecsim.engine.codegen`` and docs/numba-workarounds.md).
+  callee could go stale; the kernel module's file name carries a digest of every source it
+  depends on instead (see ``vecsim.engine.codegen`` and docs/numba-workarounds.md). A
+  hand-written ``@exact(cache=True)`` function (the pipeline's agents) gets the same digest
+  in its cache entry's stamp (``vecsim.core.kernel_cache``).
 * ``nogil=True``: kernels release the GIL, so stepping can overlap inference in threads.
 * ``error_model="numpy"``: division by zero gives ``inf``/``nan`` as NumPy does, with no
   per-division Python exception check.
@@ -28,6 +30,8 @@ from __future__ import annotations
 
 from numba import njit
 
+from vecsim.core.kernel_cache import guard_cache
+
 FAST_MATH = frozenset({"nsz", "arcp", "afn"})
 
 _COMMON = dict(cache=False, nogil=True, error_model="numpy", boundscheck=False, _nrt=False)
@@ -35,18 +39,26 @@ EXACT_OPTIONS = dict(_COMMON, fastmath=False)
 FAST_OPTIONS = dict(_COMMON, fastmath=set(FAST_MATH))
 
 
+def _jit(options: dict, extra: dict):
+    def compile_with(fn):
+        dispatcher = njit(**dict(options, **extra))(fn)
+        if extra.get("cache"):
+            # Numba checks only this file's time: key the entry by everything the module reaches too.
+            guard_cache(dispatcher, stamp_reach=True)
+        return dispatcher
+    return compile_with
+
+
 def exact(fn=None, **extra):
     """Compile ``fn`` with the bit-exact options (usable as ``@exact`` or ``@exact(...)``)."""
-    if fn is None:
-        return lambda f: njit(**dict(EXACT_OPTIONS, **extra))(f)
-    return njit(**EXACT_OPTIONS)(fn)
+    compile_with = _jit(EXACT_OPTIONS, extra)
+    return compile_with if fn is None else compile_with(fn)
 
 
 def fast(fn=None, **extra):
     """Compile ``fn`` with the fast float32 options (usable as ``@fast`` or ``@fast(...)``)."""
-    if fn is None:
-        return lambda f: njit(**dict(FAST_OPTIONS, **extra))(f)
-    return njit(**FAST_OPTIONS)(fn)
+    compile_with = _jit(FAST_OPTIONS, extra)
+    return compile_with if fn is None else compile_with(fn)
 
 
 def kernel_options(precision: str, parallel: bool) -> dict:

@@ -4,19 +4,20 @@
 episode-collection kernel of an in-kernel policy; ``templates/collect_step.py`` the per-step
 collection kernels of ``EpisodeCollector``'s other policies.
 
-The generated file's name carries a hash of everything its machine code depends on: the
-template, the game's source files, the engine's kernel helpers and the Numba version. Numba's
-own cache checks only the timestamp of the file that holds a kernel, not of the functions it
-calls; with the hash in the name, a change to a game's rules gives a new file and a fresh
-compile instead of stale machine code (see docs/numba-workarounds.md).
+The generated file's name carries a digest of everything its machine code depends on: the
+rendered text and every file it reaches through imports, the game's package included, and
+the versions of vecsim and its compiler (``vecsim.core.kernel_cache``). Numba's own cache
+checks only the timestamp of the file that holds a kernel, not of the functions it calls;
+with the digest in the name, a change to a game's rules gives a new file and a fresh compile
+instead of stale machine code (see docs/numba-workarounds.md).
 
 The folder is ``$VECSIM_CACHE_DIR`` if set, else ``~/.cache/vecsim``, else a folder under the
-system temporary directory.
+system temporary directory; passing over one is logged.
 """
 
 from __future__ import annotations
 
-import hashlib
+import logging
 import importlib.util
 import math
 import os
@@ -26,10 +27,10 @@ import sys
 import tempfile
 import threading
 
-import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
+from vecsim.core.kernel_cache import guard_cache, source_digest
 from vecsim.engine.compile_watch import name_module
 from vecsim.engine.game import GameSpec
 from vecsim.engine.threads import start_thread_pool
@@ -38,24 +39,23 @@ _HERE = pathlib.Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "templates" / "batch.py"
 _COLLECT_TEMPLATE = _HERE / "templates" / "collect.py"
 _COLLECT_STEP_TEMPLATE = _HERE / "templates" / "collect_step.py"
-#: The engine modules a kernel's machine code depends on: this generator and the jitted
-#: helpers kernels call (editing the CLI or the VectorEnv must not recompile games). A
-#: template is hashed as the source text rendered from it, so editing a collector template
-#: does not recompile the batched kernels.
-_ENGINE_SOURCES = sorted([_HERE / name for name in ("codegen.py", "fusion.py", "views.py", "threads.py", "game.py", "step_status.py")]
-                         + list((_HERE / "templates").glob("*.py")) + list((_HERE.parent / "core").glob("*.py")))
 _LOCK = threading.Lock()
+log = logging.getLogger("vecsim")
 _LOADED: dict[tuple[str, str], object] = {}
 
 
 def cache_dir() -> pathlib.Path:
-    """The folder that holds generated kernel modules and their Numba cache."""
+    """The folder that holds generated kernel modules and their Numba cache: the first of
+    ``$VECSIM_CACHE_DIR``, ``~/.cache/vecsim`` and a folder under the system temporary
+    directory that can be created and written. Passing over one logs a line naming it and why,
+    once per folder and process: a cache silently moved elsewhere recompiles everything."""
     candidates = []
     if os.environ.get("VECSIM_CACHE_DIR"):
-        candidates.append(pathlib.Path(os.environ["VECSIM_CACHE_DIR"]))
-    candidates.append(pathlib.Path.home() / ".cache" / "vecsim")
-    candidates.append(pathlib.Path(tempfile.gettempdir()) / f"vecsim-cache-{os.getuid()}")
-    for path in candidates:
+        candidates.append(("VECSIM_CACHE_DIR", pathlib.Path(os.environ["VECSIM_CACHE_DIR"])))
+    candidates.append(("the default cache folder", pathlib.Path.home() / ".cache" / "vecsim"))
+    candidates.append(("the fallback cache folder", pathlib.Path(tempfile.gettempdir()) / f"vecsim-cache-{os.getuid()}"))
+    passed_over = []
+    for what, path in candidates:
         try:
             path.mkdir(parents=True, exist_ok=True)
             # A probe of this process's own: with a shared name, two processes starting at
@@ -64,10 +64,20 @@ def cache_dir() -> pathlib.Path:
             fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=path)
             os.close(fd)
             os.unlink(probe)
-            return path
-        except OSError:
+        except OSError as error:
+            passed_over.append((what, path, error))
             continue
-    raise OSError(f"no writable cache folder among {[str(c) for c in candidates]}")
+        for skipped_what, skipped, error in passed_over:
+            if skipped not in _PASSED_OVER:
+                _PASSED_OVER.add(skipped)
+                log.warning("vecsim: %s %s cannot be used (%s); kernels are compiled and cached in %s instead",
+                            skipped_what, skipped, error.strerror or error, path)
+        return path
+    raise OSError("no writable cache folder among "
+                  + "; ".join(f"{what} {path} ({error.strerror or error})" for what, path, error in passed_over))
+
+
+_PASSED_OVER: set[pathlib.Path] = set()
 
 
 def _split_template(text: str) -> tuple[str, str, str]:
@@ -228,13 +238,14 @@ def _pad_signatures(text: str) -> str:
     return text + f"\n#: Kernels given an extra ``_pad`` argument (see vecsim.engine.codegen.LEAKY_ARG_COUNT).\nPADDED = {sorted(set(padded))!r}\n"
 
 
-def _fingerprint(game: GameSpec, source: str, extra_files=()) -> str:
-    h = hashlib.sha256(source.encode())
-    for path in list(_ENGINE_SOURCES) + [pathlib.Path(p) for p in game.source_files()] + list(extra_files):
-        h.update(pathlib.Path(path).read_bytes())
-    h.update(numba.__version__.encode())
-    h.update(sys.version.encode())
-    return h.hexdigest()[:16]
+def _fingerprint(game: GameSpec, source: str) -> str:
+    """The digest of the module text ``source`` and of everything its machine code can come
+    from (``vecsim.core.kernel_cache.source_digest``), the game's package included. A template
+    enters as the text rendered from it, so editing a collector template does not recompile
+    the batched kernels."""
+    name = game.module.__name__
+    package = name if hasattr(game.module, "__path__") else name.rpartition(".")[0]
+    return source_digest(source, package, own=(name.partition(".")[0],))[:16]
 
 
 def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tables: dict, telemetry: bool = False,
@@ -434,7 +445,7 @@ def load_collect_kernel(game: GameSpec, precision: str, policy, functions=None):
         text = re.sub(r"\bPOLICY_MODULE\b", module_name, text)
         text = re.sub(r"\bPOLICY_NAME\b", name, text)
         text = _pad_signatures(text)
-        fingerprint = _fingerprint(game, text, [pathlib.Path(source_file)])
+        fingerprint = _fingerprint(game, text)
         fname = (f"vecsim_collect_{mod.__name__.replace('.', '_')}_{module_name.replace('.', '_')}_{name}_"
                  f"{precision}{_variant_tag(functions)}_{fingerprint}")
         module = _import_generated(fname, text, f"{game.env_id} ({precision}, policy {name})")
@@ -506,9 +517,10 @@ def _import_generated(name: str, source: str, label: str):
     names its kernels in the notice of a long compile (``vecsim.engine.compile_watch``)."""
     folder = cache_dir()
     path = folder / f"{name}.py"
-    if not path.exists() or path.read_text() != source:
+    # Compared as bytes: a file overwritten with anything else (even non-UTF-8 bytes) is rewritten.
+    if not path.exists() or path.read_bytes() != source.encode():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(source)
+        tmp.write_bytes(source.encode())
         os.replace(tmp, path)  # atomic: concurrent processes never see half a file
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -517,34 +529,5 @@ def _import_generated(name: str, source: str, label: str):
     spec.loader.exec_module(module)
     for value in vars(module).values():
         if isinstance(value, CPUDispatcher):
-            _load_without_refresh(value)
+            guard_cache(value)
     return module
-
-
-def _load_without_refresh(dispatcher) -> None:
-    """Let ``dispatcher`` load its machine code from Numba's cache without first refreshing
-    Numba's target context.
-
-    Numba's ``Cache.load_overload`` refreshes the context before every load: on the first
-    load of a process that imports and installs every registry of Numba's implementations,
-    a large part of a warm start, though rebuilding a cached library needs none of them
-    (see docs/numba-workarounds.md). It needs Numba's runtime (initialised here when it is
-    not yet) and the symbols that Numba's target context installs when it is created; a
-    parallel kernel starts its thread pool through its library's reload hooks. A cache miss
-    compiles as usual, and Numba's compiler refreshes the context itself. Where this Numba's
-    cache lacks the private methods used here, the dispatcher keeps Numba's own loading.
-    """
-    cache = getattr(dispatcher, "_cache", None)
-    load = getattr(cache, "_load_overload", None)
-    guard = getattr(cache, "_guard_against_spurious_io_errors", None)
-    if load is None or guard is None:
-        return
-    from numba.core.runtime import nrt
-
-    def load_overload(sig, target_context):
-        nrt.rtsys.initialize(target_context)  # returns at once after the first time
-        with guard():
-            return load(sig, target_context)
-        return None  # the guard swallowed an I/O error: compile instead
-
-    cache.load_overload = load_overload

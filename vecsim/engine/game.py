@@ -256,35 +256,6 @@ class GameSpec:
         ``pre_step_env``, ``pre_step_fix_env``, ...)."""
         return hasattr(self.module, name)
 
-    def source_files(self) -> list[str]:
-        """Source files whose text can change this game's compiled kernels.
-
-        For a game package (``games/tetris/``): every ``.py`` file in it. For a game module
-        (``games/cartpole.py``): the modules beside it, which it may import. In both cases the
-        top-level package's private helpers (``vecsim/core/exactmath.py``) and ``planners/``. A
-        changed callee must give a new kernel module; an unrelated game's edit must not.
-        """
-        import pathlib
-
-        top = importlib.import_module(self.module.__name__.split(".")[0])
-        top_dirs = [pathlib.Path(p) for p in getattr(top, "__path__", [])]
-        files: set[str] = set()
-        if hasattr(self.module, "__path__"):  # a package: all of it
-            for root in self.module.__path__:
-                files.update(str(f) for f in pathlib.Path(root).rglob("*.py"))
-        else:
-            files.update(str(f) for f in pathlib.Path(inspect.getfile(self.module)).parent.glob("*.py"))
-        for root in top_dirs:
-            files.update(str(f) for f in root.glob("_*.py"))
-        try:
-            for root in importlib.import_module("vecsim.planners").__path__:
-                files.update(str(f) for f in pathlib.Path(root).rglob("*.py"))
-        except ImportError:
-            pass
-        files.add(inspect.getfile(self.module))
-        return sorted(files)
-
-
     def kernel_functions(self, params) -> tuple[tuple[str, str], ...]:
         """The game's ``kernel_functions(params)`` for scalar ``params``, checked, as sorted
         ``(contract name, stand-in name)`` pairs: what the kernel modules of that batch are

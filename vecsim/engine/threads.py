@@ -15,6 +15,7 @@ from numba.core.typing import signature
 from numba.extending import intrinsic
 
 from vecsim.core.jit import kernel_options
+from vecsim.core.kernel_cache import guard_cache
 
 @njit(**kernel_options("float64", True))
 def _first_launch(out):
@@ -58,10 +59,8 @@ def threading_layer() -> str:
     try:
         return numba.threading_layer()
     except ValueError:  # no parallel kernel has run yet
-        from vecsim.engine.codegen import _load_without_refresh  # imports this module
-
         start_thread_pool()
-        _load_without_refresh(_first_launch)  # a warm start loads it as it loads the kernels
+        guard_cache(_first_launch)  # a warm start loads it as it loads the kernels
         _first_launch(np.zeros(2))
         return numba.threading_layer()
 
