@@ -151,10 +151,19 @@ def _dsdt(p, i, a, theta1, theta2, dtheta1, dtheta2):
     return dtheta1, dtheta2, ddtheta1, ddtheta2
 
 
+#: Turns ``_wrap`` takes one at a time, as Gymnasium does, before it takes the rest at once.
+_WRAP_TURNS = 1 << 20
+
+
 @exact
 def _wrap(x, m, M):
-    """Gymnasium's ``wrap``; stops (where Gymnasium would loop forever) once ``x`` is infinite."""
+    """Gymnasium's ``wrap``, which subtracts or adds ``M - m`` until ``x`` is in range. Bounded
+    where Gymnasium's is not: an infinite ``x`` stays as it is (Gymnasium loops forever), and
+    an ``x`` more than ``_WRAP_TURNS`` turns out (a state set by hand; Gymnasium would loop for
+    days at 1e15) first drops its whole turns with ``np.fmod``."""
     diff = M - m
+    if math.isfinite(x) and abs(x) > _WRAP_TURNS * diff:
+        x = m + np.fmod(x - m, diff)  # exact, unlike a division and a floor
     while x > M and x - diff != x:
         x = x - diff
     while x < m and x + diff != x:

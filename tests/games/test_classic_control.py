@@ -632,3 +632,20 @@ def test_render_rgb_draws_gymnasiums_scene(env_id, engines):
                 assert _agreement(ours, scene.render()) < 0.98, (env_id, state)
     finally:
         env.close()
+
+
+def test_acrobot_steps_promptly_from_an_angle_set_far_out_of_range():
+    """Gymnasium's ``wrap`` subtracts 2 pi until the angle is in range: from 1e15 rad, about
+    1.6e14 loops (days). vecsim's takes the whole turns at once beyond 2**20 of them, and
+    matches Gymnasium bit for bit below."""
+    env = gymnasium.make("vecsim/Acrobot-v1")
+    gym_env = gymnasium.make("Acrobot-v1").unwrapped
+    env.reset(seed=0)
+    gym_env.reset(seed=0)
+    for theta in (7.5, -1e3, 1e15, -3e300):
+        env.unwrapped.state = np.array([theta, 0.0, 0.0, 0.0])
+        obs, *_ = env.step(1)
+        assert -math.pi <= env.unwrapped.state[0] <= math.pi and np.isfinite(obs).all(), theta
+        if abs(theta) < 1e6:
+            gym_env.state = np.array([theta, 0.0, 0.0, 0.0])
+            _assert_bitwise(obs, gym_env.step(1)[0], f"theta1 {theta}")

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numba import njit
 
 from vecsim.games.drmario import rules, tables
 from vecsim.games.drmario.replay import demo_start, frames
@@ -143,3 +144,31 @@ def test_lock_to_control(vectors):
             got[first_throw_fc] = n
         assert got[1] == want["low_if_fc_odd_at_first_throw_pass"]
         assert got[0] == want["low_if_fc_even_at_first_throw_pass"]
+
+
+@njit
+def _most_add_virus_calls(cycle, levels, cap):
+    """Per level, the most ``addVirus`` calls any LFSR state of ``cycle`` needs to place the
+    level's viruses on an empty bottle (``cap`` where one needed more)."""
+    board = np.empty((1, 128), np.uint8)
+    most = np.zeros(levels, np.int64)
+    for level in range(levels):
+        for k in range(cycle.shape[0]):
+            board[0, :] = rules.EMPTY
+            state, to_add, calls = cycle[k], 4 * (min(level, 20) + 1), 0
+            while to_add > 0 and calls < cap:
+                state, placed = rules.add_virus(board, 0, state, level, to_add)
+                to_add -= placed
+                calls += 1
+            most[level] = max(most[level], calls)
+    return most
+
+
+def test_every_accepted_seed_and_level_places_its_viruses():
+    """The level intro loops until every virus is placed, and how long depends on the LFSR:
+    off the power-on cycle (seed 1 goes to 0 and stays there) it never ends. Every state on
+    the cycle, at every level: the reserve's draws only move the state along the cycle, so
+    these are all the states the intro can start from."""
+    most = _most_add_virus_calls(tables.POWER_ON_CYCLE, 25, 10_000)
+    assert most.max() < 10_000
+    assert (most >= 4 * (np.minimum(np.arange(25), 20) + 1)).all()  # one call per virus at least
