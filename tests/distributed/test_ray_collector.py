@@ -102,13 +102,22 @@ def test_a_killed_actor_has_its_jobs_collected_again_with_the_policy_on_the_driv
         assert collector.alive_actors == 1
 
 
-def test_every_actor_dead_is_an_error_not_a_hang():
-    with RayEpisodeCollector(CARTPOLE, 2, K, "random", SEED, num_actors=2, actor_options=SHARE) as collector:
+@pytest.mark.parametrize("policy_on", ["actors", "driver"])
+def test_every_actor_dead_is_an_error_naming_every_actor_and_job_lost(policy_on):
+    with RayEpisodeCollector(CARTPOLE, 2, K, lean_policy, SEED, num_actors=2, actor_options=SHARE,
+                             policy_on=policy_on) as collector:
+        collector.request_episodes(3)
+        node = collector.nodes[0]
         for actor in collector.actors:
             ray.kill(actor)
-        with pytest.raises(RuntimeError, match="every actor of the collector died; jobs"):
-            collector.request_episodes(4)
+        with pytest.raises(RuntimeError) as raised:
+            collector.request_episodes(64)
         assert collector.closed
+    # Both actors' runs (jobs 3..34 and 35..66) were lost, whichever died last.
+    message = str(raised.value)
+    assert message.startswith("every actor of the collector died: actor ")
+    assert f"actor 0 (node {node})" in message and f"actor 1 (node {node})" in message
+    assert "; jobs 3..66 of this request were not collected" in message
 
 
 @pytest.mark.parametrize("policy_on", ["actors", "driver"])
@@ -165,6 +174,17 @@ def test_a_policy_error_on_the_driver_leaves_the_jobs_unconsumed():
         with pytest.raises(PolicyError, match="KeyError"):
             collector.request_episodes(6)
         assert_same_batch(single(lean_policy, 6)[0], collector.request_episodes(6))
+
+
+def test_a_policy_error_on_an_actor_names_the_actor_and_chains_the_policys_exception():
+    def broken(obs, masks):
+        raise KeyError("no such action table")
+
+    with RayEpisodeCollector(CARTPOLE, 2, K, broken, SEED, num_actors=1, actor_options=SHARE) as collector:
+        with pytest.raises(PolicyError, match=r"KeyError.*\(on actor 0, node ") as raised:
+            collector.request_episodes(2)
+    assert isinstance(raised.value.__cause__, KeyError)
+    assert raised.value.__cause__.args == ("no such action table",)
 
 
 def test_bad_actions_from_the_driver_policy_name_the_rows():

@@ -52,6 +52,13 @@ class _Stop(Exception):
     """The driver gave up a run whose policy it evaluates."""
 
 
+def _keep_cause(error: PolicyError) -> PolicyError:
+    """``error`` with its ``__cause__`` (the policy's own exception) also kept as an attribute:
+    pickling, as Ray sends an actor's exception to the driver, drops ``__cause__``."""
+    error.policy_exception = error.__cause__
+    return error
+
+
 class SliceActor:
     """One engine slice: an ``EpisodeCollector`` of ``num_workers`` slots, run as a Ray actor.
 
@@ -84,7 +91,10 @@ class SliceActor:
         return ray.get_runtime_context().get_node_id(), os.getpid()
 
     def collect(self, first_job: int, num_episodes: int) -> EpisodeBatch:
-        return _played(self.collector.request_episodes(num_episodes, first_job=first_job))
+        try:
+            return _played(self.collector.request_episodes(num_episodes, first_job=first_job))
+        except PolicyError as exc:
+            raise _keep_cause(exc)
 
     # -- a policy evaluated on the driver ----------------------------------------------------
     def _ask_driver(self, obs, masks):
@@ -103,7 +113,7 @@ class SliceActor:
                 self._to_driver.put(("done", _played(self.collector.request_episodes(num_episodes,
                                                                                       first_job=first_job))))
             except BaseException as exc:  # handed to the driver by _reply
-                self._to_driver.put(("error", exc))
+                self._to_driver.put(("error", _keep_cause(exc) if isinstance(exc, PolicyError) else exc))
 
         self._thread = threading.Thread(target=run, name="vecsim-ray-slice", daemon=True)
         self._thread.start()
@@ -148,6 +158,16 @@ def _runs(first_job: int, n: int, parts: int) -> list[tuple[int, int]]:
 
 #: The fields with a step axis (``[B, K, ...]``), whose steps past the longest episode are padding.
 STEP_FIELDS = ("observations", "actions", "rewards", "dones", "action_masks", "log_probs", "values")
+
+
+def _uncollected(first: int, n: int, done: dict) -> list[tuple[int, int]]:
+    """The ``[start, stop)`` ranges of jobs ``first .. first + n - 1`` that no run of ``done``
+    (``{first job: batch}``) holds."""
+    held = np.zeros(n, dtype=bool)
+    for start, batch in done.items():
+        held[start - first:start - first + len(batch.lengths)] = True
+    edges = np.flatnonzero(np.diff(np.concatenate([[True], held, [True]]).astype(np.int8)))
+    return [(first + int(a), first + int(b)) for a, b in zip(edges[::2], edges[1::2])]
 
 
 def _played(batch: EpisodeBatch) -> EpisodeBatch:
@@ -281,6 +301,7 @@ class RayEpisodeCollector:
                                       dict(env_kwargs))
                         for _, w in _runs(0, self.num_workers, self.num_actors)]
         self._alive = list(range(self.num_actors))
+        self._lost: list[int] = []  # actors that died, in the order the driver learnt it
         self._closed = False
         refs = {a.where.remote(): (i, None) for i, a in enumerate(self._actors)}
         #: Ray node id and process id of each actor.
@@ -417,18 +438,28 @@ class RayEpisodeCollector:
         if self._closed:
             raise RuntimeError("this RayEpisodeCollector is closed")
 
-    def _lose(self, actor: int, run, todo: collections.deque) -> None:
-        """Drop a dead actor and queue its run again, cut over the actors left."""
+    def _lose(self, actor: int, run, todo: collections.deque, done: dict, first: int, n: int) -> None:
+        """Drop a dead actor and queue its run again, cut over the actors left; with none left,
+        close and raise, naming every actor lost and every job of the request not collected."""
         self._alive.remove(actor)
+        self._lost.append(actor)
         try:
             self._ray.kill(self._actors[actor])
         except Exception:
             pass
         if not self._alive:
             self._kill_all()
-            raise RuntimeError(f"every actor of the collector died; jobs {run[0]}..{run[0] + run[1] - 1} "
-                               f"were not collected")
+            actors = ", ".join(f"actor {a} (node {self.nodes[a] or 'not known'})" for a in self._lost)
+            missing = ", ".join(f"{a}..{b - 1}" for a, b in _uncollected(first, n, done))
+            raise RuntimeError(f"every actor of the collector died: {actors}; jobs {missing} of this request "
+                               f"were not collected (no job is consumed); the collector is closed")
         todo.extend(_runs(run[0], run[1], len(self._alive)))
+
+    def _policy_error(self, error: PolicyError, actor: int) -> PolicyError:
+        """The driver's ``PolicyError`` for one raised on ``actor``, naming it (raise it from
+        ``error.policy_exception``, the policy's own exception)."""
+        message = str(getattr(error, "cause", error)).strip().splitlines()[-1]
+        return PolicyError(f"{message} (on actor {actor}, node {self.nodes[actor]})")
 
     def _time_out(self, waiting, what: str, timeout_s: float | None = None):
         """Close and raise ``CollectorTimeout`` for ``(actor, run)`` pairs that did not answer."""
@@ -465,9 +496,11 @@ class RayEpisodeCollector:
             try:
                 done[run[0]] = ray.get(ready[0])
             except ray.exceptions.RayActorError:
-                self._lose(actor, run, todo)
+                self._lose(actor, run, todo, done, first, n)
                 idle = [a for a in idle if a in self._alive]
                 continue
+            except PolicyError as error:
+                raise self._policy_error(error, actor) from getattr(error, "policy_exception", None)
             idle.append(actor)
         return done
 
@@ -493,7 +526,7 @@ class RayEpisodeCollector:
                     try:
                         message = ray.get(ref)
                     except ray.exceptions.RayActorError:
-                        self._lose(actor, run, todo)
+                        self._lose(actor, run, todo, done, first, n)
                         idle = [a for a in idle if a in self._alive]
                         continue
                     if message[0] == "done":
