@@ -25,7 +25,9 @@ and no bool mask): at 16 and 256 envs, ``copy=True`` (new arrays every step, wha
 keeping references needs) and ``copy=False`` (views read in place), the bool and the packed
 mask (``mask_format="packed"``), each with 1 and 2 Numba threads (a fresh process each,
 ``NUMBA_NUM_THREADS``); the loop's rate and ``env.step``'s alone. blokus-rl's side reads its
-whole ``int8`` mask every move too (``flatnonzero``, then a uniform pick).
+whole mask every move too, as a competent user would: the 0/1 bytes viewed as ``bool``
+(``np.frombuffer``, no copy; NumPy's ``nonzero`` has a fast path for ``bool``, not for
+``int8``), ``flatnonzero``, then a uniform pick (docs/performance.md has its profile).
 
 ``--sb3`` times ``SB3VecEnv.step`` against the VectorEnv's at 64 selfplay envs, with and
 without the masks fetched as MaskablePPO fetches them.
@@ -246,7 +248,7 @@ while time.perf_counter() - t0 < seconds:
         if env.terminations[seat]:
             env.step(None)
             continue
-        legal = np.flatnonzero(np.frombuffer(env.observe(seat).action_mask, dtype=np.int8))
+        legal = np.flatnonzero(np.frombuffer(env.observe(seat).action_mask, dtype=bool))
         env.step(int(legal[rng.integers(len(legal))]))
         moves += 1
 print(moves / (time.perf_counter() - t0))
