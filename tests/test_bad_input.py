@@ -6,6 +6,8 @@ rejected call must leave the engine exactly as it was.
 
 from __future__ import annotations
 
+import re
+
 import gymnasium
 import numpy as np
 import pytest
@@ -434,6 +436,19 @@ def test_single_env_bad_calls(game_id):
             env.state = np.full(n_fields, np.nan)
     with pytest.raises(ValueError, match="render_mode='human'"):
         type(env)(game_id, render_mode="human")
+    # In the words of the one-env API: "action", never "actions[0]", "env 0" or num_envs=1.
+    space = env.action_space
+    if isinstance(space, gymnasium.spaces.Discrete):
+        wrong_shape, out_of_range = np.array([0]), space.n
+        range_error = rf"^action {space.n} is out of range for Discrete\({space.n}\)$"
+    else:
+        wrong_shape, out_of_range = np.zeros(space.shape + (1,), space.dtype), np.full(space.shape, np.nan, space.dtype)
+        range_error = r"^action \[nan\] is (not finite|out of range for Box.*)$"
+    with pytest.raises(ValueError, match=rf"^action must be .* for {re.escape(str(space))}, but got .* of shape "
+                                         rf"{re.escape(str(wrong_shape.shape))}$"):
+        env.step(wrong_shape)
+    with pytest.raises(ValueError, match=range_error):
+        env.step(out_of_range)
     env.close()
     with pytest.raises(RuntimeError, match="closed"):
         env.step(env.action_space.sample())

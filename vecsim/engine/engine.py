@@ -284,6 +284,10 @@ class Engine:
         each env is back at seat 0 or has finished.
     """
 
+    #: True for the engine of a single env (``vecsim.gym.single``): errors name "action 5",
+    #: not "actions[0] = 5 ... (env 0)".
+    _one_env_api = False
+
     def __init__(self, game: GameSpec, num_envs: int, *, precision: str = "float64",
                  max_episode_steps: int | None = None, parallel="auto", buffers: dict | None = None,
                  invalid_action: str = "raise", telemetry: int | None = None, mask_format: str = "bool",
@@ -644,21 +648,23 @@ class Engine:
                              f"and num_envs={self.num_envs}, but got shape {arr.shape}")
         if self._discrete:
             if arr.dtype.kind not in "iu":
-                raise TypeError(f"actions for {self.single_action_space} must be integers, but got dtype {arr.dtype}")
+                raise TypeError(f"{'action' if self._one_env_api else 'actions'} for {self.single_action_space} "
+                                f"must be integers, but got dtype {arr.dtype}")
             if arr.dtype.kind == "u" or arr.dtype.itemsize > 8:
                 big = np.flatnonzero(arr > np.iinfo(np.int64).max)
                 if big.size:
                     i = int(big[0])
-                    raise ValueError(f"actions[{i}] = {arr[i]} is out of range for {self.single_action_space}")
+                    raise ValueError(f"{self._action_named(i, arr[i])} is out of range for {self.single_action_space}")
         elif arr.dtype.kind not in "fiu":
-            raise TypeError(f"actions for {self.single_action_space} must be numbers, but got dtype {arr.dtype}")
+            raise TypeError(f"{'action' if self._one_env_api else 'actions'} for {self.single_action_space} "
+                            f"must be numbers, but got dtype {arr.dtype}")
         with np.errstate(over="ignore"):  # a float64 too large for float32 is reported below
             np.copyto(self._act_buf, arr, casting="unsafe")
         if not self._discrete:
             bad = ~np.isfinite(arr.astype(np.float64, copy=False)).all(axis=1)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"actions[{i}] = {arr[i]} is not finite")
+                raise ValueError(f"{self._action_named(i, arr[i])} is not finite")
             self._check_float_cast()
         return self._act_buf
 
@@ -686,13 +692,24 @@ class Engine:
     def _check_float_cast(self) -> None:
         if not np.isfinite(self._act_buf).all():  # a float64 too large for float32
             i = int(np.flatnonzero(~np.isfinite(self._act_buf).all(axis=1))[0])
-            raise ValueError(f"actions[{i}] overflows {self._act_dtype}")
+            raise ValueError(f"{self._action_named(i)} overflows {self._act_dtype}")
+
+    def _action_named(self, index: int, value=None) -> str:
+        """Action ``index`` (with its ``value``), as the API the user called names it: an
+        element of ``actions``, or the one ``action`` of a single env (``vecsim.gym.single``)."""
+        if value is None:
+            return "action" if self._one_env_api else f"actions[{index}]"
+        value = value.tolist() if hasattr(value, "tolist") else value
+        return f"action {value!r}" if self._one_env_api else f"actions[{index}] = {value!r}"
 
     def _raise_step_error(self, status: int, index: int, actions: np.ndarray):
         if status == BAD_ACTION:
-            raise ValueError(f"actions[{index}] = {actions[index].tolist()!r} is out of range for "
-                             f"{self.single_action_space} (env {index})")
+            raise ValueError(f"{self._action_named(index, actions[index].tolist())} is out of range for "
+                             f"{self.single_action_space}{'' if self._one_env_api else f' (env {index})'}")
         if status == ILLEGAL_ACTION:
+            if self._one_env_api:
+                raise ValueError(f"{self._action_named(index, actions[index].tolist())} is not a legal action "
+                                 f"(the action mask is False there; see action_masks()); nothing was stepped")
             raise ValueError(f"actions[{index}] = {actions[index].tolist()!r} is not a legal action for env {index} "
                              f"(its action mask is False there; see action_masks()); nothing was stepped "
                              f"(invalid_action='flag' steps the others and flags it instead)")

@@ -46,6 +46,7 @@ class VecsimEnv(gymnasium.Env):
             raise ValueError(f"render_mode must be None, 'rgb_array' or 'ansi', but got render_mode={render_mode!r}")
         self.engine = Engine(game, 1, precision=precision, max_episode_steps=max_episode_steps,
                              parallel=False, **params)
+        self.engine._one_env_api = True
         self.metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": game.render_fps}
         self.render_mode = render_mode
         self.observation_space = self.engine.single_observation_space
@@ -96,7 +97,11 @@ class VecsimEnv(gymnasium.Env):
             raise RuntimeError("call reset() before step()")
         if eng.needs_reset[0]:
             raise RuntimeError("the episode has ended: call reset() before step()")
-        acts = eng.coerce_actions(np.asarray(action)[None])
+        given = np.asarray(action)
+        if given.shape != self.action_space.shape:
+            what = "an int" if isinstance(self.action_space, spaces.Discrete) else f"an array of shape {self.action_space.shape}"
+            raise ValueError(f"action must be {what} for {self.action_space}, but got {action!r} of shape {given.shape}")
+        acts = eng.coerce_actions(given[None])
         eng.step_mode_coerced(NO_RESET, acts)
         return self._obs(), float(eng.rewards[0]), bool(eng.terminals[0]), bool(eng.truncations[0]), self._info()
 
