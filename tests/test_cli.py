@@ -61,6 +61,23 @@ def test_demo_prints_a_row_per_game_and_writes_a_png(tmp_path):
     assert np.ptp(image[..., :3]) > 0, "the frame grid is blank"
 
 
+def test_demo_frames_show_the_same_moment_however_long_the_timed_play():
+    """The frames are drawn after a fixed number of steps from reset(seed=0), before timing:
+    drawn after a timed second, a slow first Blokus run showed one piece a board."""
+    from vecsim.cli import DEMO_FRAME_STEPS, _run_game
+
+    short = _run_game("vecsim/BlokusDuo-v0", 4, 0.001, 2)[2]
+    long = _run_game("vecsim/BlokusDuo-v0", 4, 0.3, 2)[2]
+    assert [i for i, _ in short] == [i for i, _ in long] == [0, 3]
+    for (_, a), (_, b) in zip(short, long):
+        assert np.array_equal(a, b)
+    engine = vecsim.make("BlokusDuo-v0", 4)
+    engine.reset(seed=0)
+    empty = engine.render_rgb(0)
+    engine.close()
+    assert not np.array_equal(short[0][1], empty) and DEMO_FRAME_STEPS >= 8  # pieces on the board
+
+
 def test_bench_prints_a_row_per_precision_with_a_ratio(tmp_path):
     out = tmp_path / "bench.json"
     proc = run_vecsim("bench", "--seconds", 0.05, "--num-envs", 16, "--games", "CartPole-v1", "--json", out)

@@ -359,8 +359,8 @@ def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):
             _, rewards, terminations, truncations, _ = env.step(choose())
             return rewards, terminations | truncations
 
+        frames = _frames_after(step, engine, num_envs, n_frames)
         steps, episodes, _, elapsed = _timed_play(step, seconds)
-        frames = _frames(engine, num_envs, n_frames)
     finally:
         env.close()
     return steps * num_envs / elapsed, episodes, frames
@@ -381,7 +381,16 @@ def _timed_play(step, seconds: float):
             return steps, episodes, reward, elapsed
 
 
-def _frames(engine, num_envs: int, n_frames: int) -> list:
+#: Steps from ``reset(seed=0)`` after which the demo draws its frames, untimed: every game
+#: mid-play, the same picture on every machine (a timed second's steps vary with speed).
+DEMO_FRAME_STEPS = 24
+
+
+def _frames_after(step, engine, num_envs: int, n_frames: int) -> list:
+    """``(env, rgb image)`` of up to ``n_frames`` envs spread over the batch, after
+    ``DEMO_FRAME_STEPS`` calls of ``step``."""
+    for _ in range(DEMO_FRAME_STEPS):
+        step()
     picks = np.unique(np.linspace(0, num_envs - 1, min(n_frames, num_envs)).astype(int))
     return [(int(i), engine.render_rgb(int(i))) for i in picks]
 
@@ -404,8 +413,8 @@ def _run_agent(game_id: str, num_envs: int, seconds: float, n_frames: int):
             _, rewards, terminals, truncations = engine.step(actions)
             return rewards, terminals | truncations
 
+        frames = _frames_after(step, engine, num_envs, n_frames)
         steps, episodes, reward, elapsed = _timed_play(step, seconds)
-        frames = _frames(engine, num_envs, n_frames)
     finally:
         engine.close()
     return name, steps * num_envs / elapsed, episodes, reward, steps * num_envs, frames
