@@ -210,6 +210,41 @@ def test_a_contract_function_that_is_not_compiled_or_takes_other_parameters_is_r
         vecsim.register(broken)
 
 
+def test_a_game_without_renderers_shows_its_state_as_text_and_refuses_rgb_array(registered, monkeypatch):
+    plain = copy_of_minimal_game("plain_walk_game", without=("render_rgb", "render_text"))
+    plain.ENV_ID = "PlainWalk-v0"
+    monkeypatch.setitem(sys.modules, "plain_walk_game", plain)
+    game_id = vecsim.register(plain)
+    with pytest.raises(ValueError, match=r"PlainWalk-v0 has no render_rgb, so render_mode='rgb_array' cannot draw "
+                                         r"it; render_mode='ansi' shows it as text"):
+        gymnasium.make(game_id, render_mode="rgb_array")
+    engine = vecsim.make(game_id, 2)
+    engine.reset(seed=3)
+    values = engine.env_values(1)
+    assert engine.render_text(1) == f"pos={values['pos']} target={values['target']}"
+    with pytest.raises(NotImplementedError, match="PlainWalk-v0 has no render_rgb"):
+        engine.render_rgb(1)
+
+
+def test_a_step_function_that_does_not_return_reward_and_terminated_is_named_at_the_first_step(registered,
+                                                                                                  tmp_path):
+    """Numba's own error is an 85-line TypingError inside vecsim's fused kernel."""
+    text = Path(minimal_game.__file__).read_text().replace('ENV_ID = "WalkToTarget-v0"', 'ENV_ID = "ScalarStep-v0"')
+    text = text.replace("return 1.0 if reached else -abs(s.pos[i] - s.target[i]), reached",
+                        "return 1.0 if reached else -abs(s.pos[i] - s.target[i])")
+    (tmp_path / "scalar_step_game.py").write_text(text)
+    try:
+        engine = vecsim.make(vecsim.register(str(tmp_path / "scalar_step_game.py")), 2)
+        engine.reset(seed=0)
+        with pytest.raises(TypeError, match=r"^scalar_step_game\.step_env must return \(reward, terminated\), a "
+                                            r"number and a bool, as in `return reward, terminated`; but it returns "
+                                            r"float64$"):
+            engine.step(np.zeros(2, np.int64))
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("scalar_step_game", None)
+
+
 def test_a_path_to_the_games_file_registers_it_as_its_import_name_does(registered, tmp_path):
     package = tmp_path / "my_pkg"
     package.mkdir()

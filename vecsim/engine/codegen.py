@@ -245,7 +245,22 @@ def _fingerprint(game: GameSpec, source: str) -> str:
     the batched kernels."""
     name = game.module.__name__
     package = name if hasattr(game.module, "__path__") else name.rpartition(".")[0]
+    if getattr(game.module, "__file__", None) is None:
+        source += _fileless_module_text(game.module)
     return source_digest(source, package, own=(name.partition(".")[0],))[:16]
+
+
+def _fileless_module_text(module) -> str:
+    """For a game module built in memory (no file to hash): its jitted functions' bytecode, and
+    an import of each module they were written in, whose files the digest then follows."""
+    import marshal
+
+    lines = []
+    for key, value in sorted(vars(module).items()):
+        if isinstance(value, CPUDispatcher):
+            fn = value.py_func
+            lines.append(f"import {fn.__module__}  # {key}: {marshal.dumps(fn.__code__).hex()}")
+    return "\n" + "\n".join(lines) + "\n"
 
 
 def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tables: dict, telemetry: bool = False,

@@ -560,8 +560,16 @@ class Engine:
         if getattr(kernel, "overloads", None) is None:  # NUMBA_DISABLE_JIT left a plain function
             return kernel
         actions_type = numba.types.Array(numba.from_dtype(self._act_dtype), len(self._act_shape), "A")
-        self._step_entry = kernel.compile((numba.typeof(NEXT_STEP), numba.typeof(self._max_steps), actions_type,
-                                           numba.typeof(self._step_table_at)))
+        try:
+            self._step_entry = kernel.compile((numba.typeof(NEXT_STEP), numba.typeof(self._max_steps),
+                                               actions_type, numba.typeof(self._step_table_at)))
+        except numba.core.errors.TypingError:
+            # A game's step function of the wrong form fails deep inside the fused kernel: say which.
+            params = self.game.module.Params(*self._P)
+            plain = self.game.step_return_error(self.state, params, self._act_buf, self.events, self.rng)
+            if plain is None:
+                raise
+            raise plain from None
         return self._step_entry
 
     def _arm_fast_step(self, no_reset: bool) -> None:

@@ -18,13 +18,15 @@ Required (a game that lacks one is refused by name):
 ``write_obs(s, p, i, obs)``
     ``@njit`` functions over env ``i`` (compiled with ``vecsim.core.jit.exact`` or ``fast``);
     they run inside kernels without reference counting, so they never allocate.
-``render_rgb(values, params) -> uint8 (H, W, 3)``, ``render_text(values, params) -> str``
-    One env drawn from ``values``, a dict of its state fields.
 
 Optional, with the default this reader gives:
 
 =============================  ===================================================================
 ``VERSION``                    ``ENV_ID``'s ``-vN`` suffix
+``render_text(values, p)``     one line of the env's state fields, ``name=value`` (``values``: a
+                               dict of one env's state fields)
+``render_rgb(values, p)``      none: ``render_mode="rgb_array"`` is refused, naming the text one;
+                               with it, one env as ``uint8 (H, W, 3)``
 ``MAX_EPISODE_STEPS``          ``None`` (no truncation); ``REWARD_THRESHOLD``: ``None``
 ``EVENTS``                     ``()``: names of the per-step counters ``step_env`` writes
 ``PHYSICAL_STATE``             every ``State`` field: what ``env.unwrapped.state`` shows
@@ -103,6 +105,7 @@ import inspect
 from dataclasses import dataclass, field
 from types import ModuleType
 
+import numpy as np
 from gymnasium import spaces
 
 from vecsim.core.contract import KernelHints, no_mask, no_pre_step, no_refuse
@@ -111,7 +114,7 @@ from vecsim.core.contract import KernelHints, no_mask, no_pre_step, no_refuse
 SEAT_FIELDS = ("acting_seat", "seat_rewards")
 REQUIRED = (
     "NAME", "ENV_ID", "Params", "State", "allocate_state", "observation_space", "action_space",
-    "reset_env", "step_env", "write_obs", "render_rgb", "render_text",
+    "reset_env", "step_env", "write_obs",
 )
 
 #: The optional contract function that writes env ``i``'s legal actions as packed bits
@@ -228,10 +231,28 @@ class GameSpec:
         return {**{k: k for k in seats}, **({} if fields is None else dict(fields(params)))}
 
     def render_rgb(self, values: dict, params):
+        """One env drawn from ``values`` (its state fields) as ``uint8 (H, W, 3)``, by the
+        game's ``render_rgb``; ``NotImplementedError`` naming the text renderer where the game
+        has none."""
+        if not hasattr(self.module, "render_rgb"):
+            raise NotImplementedError(f"{self.env_id} has no render_rgb (it is optional); render_text or "
+                                      f"render_mode='ansi' shows an env as text")
         return self.module.render_rgb(values, params)
 
     def render_text(self, values: dict, params) -> str:
-        return self.module.render_text(values, params)
+        """One env drawn from ``values`` as text: the game's ``render_text``, else one line of
+        its state fields, ``name=value``."""
+        if hasattr(self.module, "render_text"):
+            return self.module.render_text(values, params)
+        return " ".join(f"{name}={np.asarray(value).tolist()}" for name, value in values.items())
+
+    def check_render_mode(self, render_mode) -> None:
+        """A ``ValueError`` for a ``render_mode`` the front ends do not offer or this game cannot draw."""
+        if render_mode not in (None, "rgb_array", "ansi"):
+            raise ValueError(f"render_mode must be None, 'rgb_array' or 'ansi', but got render_mode={render_mode!r}")
+        if render_mode == "rgb_array" and not hasattr(self.module, "render_rgb"):
+            raise ValueError(f"{self.env_id} has no render_rgb, so render_mode='rgb_array' cannot draw it; "
+                             f"render_mode='ansi' shows it as text")
 
     def write_physical_state(self, state, i: int, values) -> None:
         """Env ``i``'s ``physical_state`` fields of ``state`` from the 1-D array ``values`` (checked
@@ -250,6 +271,35 @@ class GameSpec:
             return False
         enforce = self.module.enforce_mask
         return bool(getattr(enforce, "py_func", enforce)(params, 0))
+
+    def step_return_error(self, state, params, actions, events, rng) -> TypeError | None:
+        """After a step kernel failed to type: a ``TypeError`` naming the game's step function
+        where it returns something other than ``(reward, terminated)`` (a number and a bool),
+        with what it returns; None where it returns such a pair or does not type on its own
+        (Numba's error then names the line). Types a copy of the function for the engine's
+        arrays (``state``, ``params``, ``actions``, ``events``, ``rng``): the error path only."""
+        import numba
+        from numba import types
+
+        from vecsim.core.jit import EXACT_OPTIONS
+
+        args = (state, params, np.int64(0), actions, events, rng)
+        for name in ("step_env", "step_env_fast"):
+            fn = getattr(self.module, name, None)
+            if fn is None:
+                continue
+            copy = numba.njit(**EXACT_OPTIONS)(fn.py_func)
+            try:
+                copy.compile(tuple(numba.typeof(a) for a in args))
+            except numba.core.errors.NumbaError:
+                continue
+            returned = copy.nopython_signatures[0].return_type
+            pair = isinstance(returned, types.BaseTuple) and len(returned) == 2
+            if not (pair and isinstance(returned[0], (types.Number, types.Boolean))
+                    and isinstance(returned[1], (types.Boolean, types.Integer))):
+                return TypeError(f"{self.module.__name__}.{name} must return (reward, terminated), a number and "
+                                 f"a bool, as in `return reward, terminated`; but it returns {returned}")
+        return None
 
     def has(self, name: str) -> bool:
         """Whether the game declares the optional kernel function ``name`` (``step_env_fast``,

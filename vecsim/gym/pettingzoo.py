@@ -35,8 +35,7 @@ class _SeatGame:
         game = resolve(env_id)
         if game.seats < 2:
             raise ValueError(f"the PettingZoo API needs a game with seats, but {env_id} has SEATS = {game.seats}")
-        if render_mode not in (None, "rgb_array", "ansi"):
-            raise ValueError(f"render_mode must be None, 'rgb_array' or 'ansi', but got render_mode={render_mode!r}")
+        game.check_render_mode(render_mode)
         if not game.has_action_mask:
             raise ValueError(f"the PettingZoo API of vecsim needs a game with an action mask, and {env_id} has none")
         self.engine = Engine(game, 1, **params)

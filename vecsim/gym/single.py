@@ -42,8 +42,7 @@ class VecsimEnv(gymnasium.Env):
     def __init__(self, game_id: str, render_mode: str | None = None, precision: str = "float64",
                  max_episode_steps: int | None = None, **params):
         game = resolve(game_id)
-        if render_mode not in (None, "rgb_array", "ansi"):
-            raise ValueError(f"render_mode must be None, 'rgb_array' or 'ansi', but got render_mode={render_mode!r}")
+        game.check_render_mode(render_mode)
         self.engine = Engine(game, 1, precision=precision, max_episode_steps=max_episode_steps,
                              parallel=False, **params)
         self.engine._one_env_api = True

@@ -141,8 +141,7 @@ class VecsimVectorEnv(VectorEnv):
                  parallel="auto", buffers: dict | None = None, **params):
         game = resolve(game_id)
         mode = _autoreset_mode(autoreset_mode)
-        if render_mode not in (None, "rgb_array", "ansi"):
-            raise ValueError(f"render_mode must be None, 'rgb_array' or 'ansi', but got render_mode={render_mode!r}")
+        game.check_render_mode(render_mode)
         if not isinstance(copy, (bool, np.bool_)):
             raise TypeError(f"copy must be a bool, but got copy={copy!r}")
         if not isinstance(flatten_obs, (bool, np.bool_)):
