@@ -38,7 +38,7 @@ from numba import prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from vecsim.core.jit import exact
-from vecsim.engine.chooser import numba_threads
+from vecsim.core.scratch import numba_threads
 from vecsim.games.drmario import BUTTONS, rules
 from vecsim.games.drmario.state import REACH_OPEN, REACH_SIZE
 from vecsim.games.drmario.tables import BASE_SPEED, BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, SPEED_TABLE

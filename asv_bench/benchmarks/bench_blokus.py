@@ -69,7 +69,7 @@ class BlokusVectorEnvRandomPlay:
     """Random legal selfplay through the Gymnasium VectorEnv (NEXT_STEP), each env's action
     drawn from its whole ``info["action_mask"]`` by ``choose_legal`` (bool) or
     ``choose_legal_packed`` (``mask_format="packed"``: the kernel writes the bits, no bool
-    mask), then ``env.step``: what ``python -m vecsim.games.blokus.bench --env-level`` times."""
+    mask), then ``env.step``: what ``python -m vecsim.bench.blokus --env-level`` times."""
 
     timeout = 600.0
     params = (("Blokus-v0",), (16, 256), (True, False), ("bool", "packed"))
@@ -79,7 +79,7 @@ class BlokusVectorEnvRandomPlay:
         import gymnasium as gym
 
         from vecsim.core.rng import seed_env
-        from vecsim.games.blokus.bench import choose_legal, choose_legal_packed
+        from vecsim.bench.blokus import choose_legal, choose_legal_packed
 
         self.env = gym.make_vec(bench.full_id(game), num_envs=num_envs, vectorization_mode="vector_entry_point",
                                 copy=copy, mask_format=mask_format)

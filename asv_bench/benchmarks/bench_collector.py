@@ -234,7 +234,7 @@ class TetrisDellacherieCollector(_CollectorBench):
 
     def setup(self, num_workers):
         try:
-            from vecsim.games.tetris import BatchedTetrisCollector
+            from vecsim.collect.tetris import BatchedTetrisCollector
             from vecsim.games.tetris.agent import policy  # noqa: F401
         except ImportError:
             raise NotImplementedError("vecsim.games.tetris.agent is not available") from None

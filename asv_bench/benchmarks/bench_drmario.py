@@ -6,7 +6,7 @@ paths a learner uses. ``serial`` is the one-thread kernel,
 ``auto`` the engine's own choice (threads over envs from its tuned batch size). The kernels
 are compiled (or loaded from the cache) in ``setup``, never inside a timed call. A decision
 plays the placement's frames and the frames to the next decision point, and plans it.
-``python -m vecsim.games.drmario.bench`` gives the same figures beside the bare kernel's.
+``python -m vecsim.bench.drmario`` gives the same figures beside the bare kernel's.
 """
 
 from __future__ import annotations
@@ -63,14 +63,14 @@ class DrMarioFrameStep(_DrMarioStep):
 
 class DrMarioPlanner:
     """The placement planner at 16 decision points of level 10 medium-speed games played with
-    random feasible placements (``vecsim.games.drmario.bench.decision_states``): ``plan`` of
+    random feasible placements (``vecsim.bench.drmario.decision_states``): ``plan`` of
     one env (mask, costs and search tree) in turn, and ``plan_envs`` of all 16 in one call
     on Numba's threads (masks and costs)."""
 
     timeout = 600.0
 
     def setup(self):
-        from vecsim.games.drmario.bench import decision_states
+        from vecsim.bench.drmario import decision_states
         from vecsim.games.drmario.state import State
         from vecsim.planners import drmario as planner_mod
         self.planner_mod = planner_mod

@@ -24,7 +24,7 @@ import numpy as np
 from .common import bench, peers, vecsim
 
 try:
-    from vecsim.games.tetris.agent import dellacherie_actions
+    from vecsim.collect.tetris import dellacherie_actions
 except ImportError:
     dellacherie_actions = None
 
@@ -157,7 +157,7 @@ class SpeedupVsTetrisGymnasium(_Tetris):
 
 
 class Dellacherie(_Tetris):
-    """Dellacherie's policy (``vecsim.games.tetris.agent.dellacherie_actions``) choosing every env's placement.
+    """Dellacherie's policy (``vecsim.collect.tetris.dellacherie_actions``) choosing every env's placement.
 
     ``time_actions``: the policy alone (every legal placement rated on a scratch board);
     ``time_actions_and_step`` and ``track_decisions_per_second``: the policy then

@@ -109,7 +109,7 @@ PRESETS = {
     "classic": dict(rotation="none", randomizer="uniform", hold=False, queue=0, scoring="lines"),
 }
 #: What ``vecsim demo`` plays besides random actions: (name, batched agent, engine arguments).
-DEMO_AGENT = ("dellacherie", "vecsim.games.tetris.agent:dellacherie_actions", {"action_mode": "drop"})
+DEMO_AGENT = ("dellacherie", "vecsim.collect.tetris:dellacherie_actions", {"action_mode": "drop"})
 #: ``vecsim bench`` times each action mode in a column of its own (a step is a placement
 #: decision in drop and reach mode).
 BENCH_VARIANTS = {mode: {"action_mode": mode} for mode in ACTION_MODES}
@@ -509,9 +509,7 @@ from vecsim.games.tetris.render import render_rgb, render_text  # noqa: E402
 
 
 def __getattr__(name):
-    # The collector preset imports vecsim's collector: loaded on first use, not with the rules.
-    if name == "BatchedTetrisCollector":
-        from vecsim.games.tetris.collector import BatchedTetrisCollector
-
-        return BatchedTetrisCollector
+    if name == "BatchedTetrisCollector":  # a collector, not a rule: it lives with the collectors
+        raise AttributeError("BatchedTetrisCollector moved to vecsim.collect.tetris: "
+                             "from vecsim.collect.tetris import BatchedTetrisCollector")
     raise AttributeError(f"module 'vecsim.games.tetris' has no attribute {name!r}")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import vecsim
-import vecsim.engine.chooser
+import vecsim.core.scratch
 from vecsim.engine.chooser import KernelChooser, adapt_enabled
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -230,7 +230,7 @@ def test_a_collector_switches_its_kernels_with_its_chooser_and_its_episodes_stay
         want = batch(plain)
     with EpisodeCollector("CartPole-v1", 300, 60, policy, seed=3) as adaptive:
         chooser = adaptive._chooser
-        if chooser is None or vecsim.engine.chooser.numba_threads() < 2:
+        if chooser is None or vecsim.core.scratch.numba_threads() < 2:
             pytest.skip("one Numba thread: the collector keeps the serial kernels")
         chooser.clock = ChooserClock(chooser, {"parallel": 20.0, "serial": 1.0})
         chooser.budget = 0.5
@@ -254,7 +254,7 @@ def test_serial_engines_and_collectors_leave_numbas_thread_pool_unstarted():
     code = ("from numba.np.ufunc import parallel as p\n"
             "import numba, vecsim\n"
             "from vecsim.collect.collector import EpisodeCollector\n"
-            "from vecsim.engine.chooser import numba_threads\n"
+            "from vecsim.core.scratch import numba_threads\n"
             "for game in ('CartPole-v1', 'Tetris-v0'):\n"
             "    e = vecsim.make(game, 8)\n"
             "    e.reset(seed=0)\n"

@@ -7,7 +7,7 @@ import numpy as np
 
 from vecsim.core.rng import seed_env
 from vecsim.engine.packed_masks import pack_mask_rows, packed_width
-from vecsim.games.blokus.bench import choose_legal, choose_legal_packed
+from vecsim.bench.blokus import choose_legal, choose_legal_packed
 
 
 def _streams(n, seed=0):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import vecsim
-from vecsim.games.tetris import agent
+from vecsim.collect import tetris as agent_batch
 from vecsim.games.tetris.pieces import CELLS, DROP_Y, H, HEIGHT, MIN_COL, W, WIDTH
 from vecsim.games.tetris.rules import F_HOLES
 from vecsim.games.tetris.tools import set_board
@@ -123,8 +123,8 @@ def test_rating_matches_faheys_code_on_random_boards():
             r, x = divmod(int(a), W)
             y = drop_y(board, t, r, x)
             want = fahey_rating(board, t, r, y, x)
-            for method in agent.RATING_METHODS:
-                assert agent.afterstate_rating(eng, 0, a, method) == want, (t, r, x, method)
+            for method in agent_batch.RATING_METHODS:
+                assert agent_batch.afterstate_rating(eng, 0, a, method) == want, (t, r, x, method)
             checked += 1
     assert checked > 1000
 
@@ -139,8 +139,8 @@ def test_rating_in_reach_mode_matches_faheys_code():
         for a in np.flatnonzero(eng.masks[0]):
             r, y, x = int(a) // (H * W), (int(a) // W) % H, int(a) % W
             want = fahey_rating(board, t, r, y, x)
-            for method in agent.RATING_METHODS:
-                assert agent.afterstate_rating(eng, 0, a, method) == want, (t, r, y, x, method)
+            for method in agent_batch.RATING_METHODS:
+                assert agent_batch.afterstate_rating(eng, 0, a, method) == want, (t, r, y, x, method)
 
 
 def test_policy_plays_the_argmax_with_dellacherie_tie_break():
@@ -158,10 +158,10 @@ def test_policy_plays_the_argmax_with_dellacherie_tie_break():
             continue
         played += 1
         legal = np.flatnonzero(eng.masks[0])
-        keys = [(agent.afterstate_rating(eng, 0, a), fahey_priority(t, *divmod(int(a), W))) for a in legal]
+        keys = [(agent_batch.afterstate_rating(eng, 0, a), fahey_priority(t, *divmod(int(a), W))) for a in legal]
         best = max(keys)
         want = int(legal[keys.index(best)])  # the first of equal keys, in action order
-        assert agent.dellacherie_actions(eng)[0] == want
+        assert agent_batch.dellacherie_actions(eng)[0] == want
     assert played > 60
 
 
@@ -173,9 +173,9 @@ WELL_4 = "\n".join(["XXXXXXXXX."] * 4)
 def test_i_piece_goes_into_the_four_deep_well(mode):
     eng = make(2, action_mode=mode)
     set_board(eng, 0, WELL_4, piece="I")
-    a = int(agent.dellacherie_actions(eng)[0])
+    a = int(agent_batch.dellacherie_actions(eng)[0])
     assert eng.masks[0, a]
-    eng.step_no_reset(np.array([a, agent.dellacherie_actions(eng)[1]]))
+    eng.step_no_reset(np.array([a, agent_batch.dellacherie_actions(eng)[1]]))
     assert eng.events[0, eng.event_names.index("lines")] == 4
     assert not eng.state.rows[0].any()  # the board is empty again
 
@@ -183,7 +183,7 @@ def test_i_piece_goes_into_the_four_deep_well(mode):
 def test_t_piece_fills_the_notch():
     eng = make(1)
     set_board(eng, 0, "XXXX.XXXXX", piece="T")
-    a = int(agent.dellacherie_actions(eng)[0])
+    a = int(agent_batch.dellacherie_actions(eng)[0])
     assert a == drop_action(2, 3)  # T pointing down, into column 4
     eng.step_no_reset(np.array([a]))
     assert eng.events[0, eng.event_names.index("lines")] == 1
@@ -194,7 +194,7 @@ def test_prefers_a_placement_without_holes():
     eng = make(1)
     for piece in "OSZIJLT":
         set_board(eng, 0, "XXXXXXXX.X", piece=piece)
-        eng.step_no_reset(agent.dellacherie_actions(eng))
+        eng.step_no_reset(agent_batch.dellacherie_actions(eng))
         assert eng.state.feat[0, F_HOLES] == 0, piece
 
 
@@ -211,7 +211,7 @@ def test_actions_are_legal_and_touch_only_scratch(kw, engine_snapshot):
     holds = 0
     for _ in range(60):
         before = engine_snapshot(eng)
-        acts = agent.dellacherie_actions(eng, out=out)
+        acts = agent_batch.dellacherie_actions(eng, out=out)
         assert acts is out
         after = engine_snapshot(eng)
         for name, old in before.items():
@@ -231,31 +231,31 @@ def test_per_env_params_give_the_same_actions():
     per_env = make(4, seed=9, scoring=[0.0, 1.0, 0.0, 1.0])
     assert per_env._P.ndim == 2
     for _ in range(20):
-        a = agent.dellacherie_actions(scalar)
-        np.testing.assert_array_equal(agent.dellacherie_actions(per_env), a)
+        a = agent_batch.dellacherie_actions(scalar)
+        np.testing.assert_array_equal(agent_batch.dellacherie_actions(per_env), a)
         scalar.step(a)
         per_env.step(a)
 
 
 def test_play_games_is_deterministic_and_matches_stepping_the_engine():
-    first = agent.play_games(3, seed=21, max_pieces=150)
-    again = agent.play_games(3, seed=21, max_pieces=150)
+    first = agent_batch.play_games(3, seed=21, max_pieces=150)
+    again = agent_batch.play_games(3, seed=21, max_pieces=150)
     for key in ("lines", "pieces", "terminated"):
         np.testing.assert_array_equal(first[key], again[key])
     # Game g depends only on seed + g.
-    alone = agent.play_games(1, seed=22, max_pieces=150)
+    alone = agent_batch.play_games(1, seed=22, max_pieces=150)
     assert alone["lines"][0] == first["lines"][1]
     # The same games played through the engine's step kernel.
     eng = make(3, seed=21)
     lines = np.zeros(3, dtype=np.int64)
     for _ in range(150):
-        eng.step_no_reset(agent.dellacherie_actions(eng))
+        eng.step_no_reset(agent_batch.dellacherie_actions(eng))
         lines += eng.events[:, eng.event_names.index("lines")]
     np.testing.assert_array_equal(lines, first["lines"])
 
 
 def test_play_games_with_a_cap():
-    out = agent.play_games(4, seed=0, max_pieces=300)
+    out = agent_batch.play_games(4, seed=0, max_pieces=300)
     np.testing.assert_array_equal(out["pieces"], 300)
     assert not out["terminated"].any()
     # 300 pieces bring 1200 cells: a good player has removed most of them as lines.
@@ -263,7 +263,7 @@ def test_play_games_with_a_cap():
 
 
 def test_play_games_reach_mode_with_hold():
-    out = agent.play_games(2, seed=1, max_pieces=40, preset="guideline", action_mode="reach")
+    out = agent_batch.play_games(2, seed=1, max_pieces=40, preset="guideline", action_mode="reach")
     np.testing.assert_array_equal(out["pieces"], 40)
     assert (out["lines"] > 0).all()
 
@@ -272,30 +272,30 @@ def test_play_games_reach_mode_with_hold():
 def test_errors():
     prim = make(2, action_mode="primitive")
     with pytest.raises(ValueError, match="primitive"):
-        agent.dellacherie_actions(prim)
+        agent_batch.dellacherie_actions(prim)
     with pytest.raises(ValueError, match="primitive"):
-        agent.play_games(1, max_pieces=5, action_mode="primitive")
+        agent_batch.play_games(1, max_pieces=5, action_mode="primitive")
     cart = vecsim.make("vecsim/CartPole-v1", 2)
     cart.reset(seed=0)
     with pytest.raises(ValueError, match="Tetris"):
-        agent.dellacherie_actions(cart)
+        agent_batch.dellacherie_actions(cart)
     with pytest.raises(ValueError, match="Tetris"):
-        agent.dellacherie_actions(object())
+        agent_batch.dellacherie_actions(object())
     eng = make(2)
     with pytest.raises(ValueError, match="out"):
-        agent.dellacherie_actions(eng, out=np.zeros(3, dtype=np.int64))
+        agent_batch.dellacherie_actions(eng, out=np.zeros(3, dtype=np.int64))
     with pytest.raises(ValueError, match="out"):
-        agent.dellacherie_actions(eng, out=np.zeros(2, dtype=np.int32))
+        agent_batch.dellacherie_actions(eng, out=np.zeros(2, dtype=np.int32))
     with pytest.raises(ValueError, match="max_pieces"):
-        agent.play_games(1, max_pieces=0)
+        agent_batch.play_games(1, max_pieces=0)
     with pytest.raises(ValueError, match="num_games"):
-        agent.play_games(0)
+        agent_batch.play_games(0)
     fresh = vecsim.make("vecsim/Tetris-v0", 2, action_mode="drop")
     with pytest.raises(RuntimeError, match="reset"):
-        agent.dellacherie_actions(fresh)
+        agent_batch.dellacherie_actions(fresh)
     with pytest.raises(ValueError, match="not legal"):
         set_board(eng, 0, WELL_4, piece="I")
-        agent.afterstate_rating(eng, 0, drop_action(0, 7))  # off the right edge
+        agent_batch.afterstate_rating(eng, 0, drop_action(0, 7))  # off the right edge
 
 
 @pytest.mark.parametrize("mode", ["drop", "reach"])
@@ -314,7 +314,7 @@ def test_rating_methods_agree_on_tall_boards(mode):
         except ValueError:  # the piece cannot spawn on this board
             continue
         for a in np.flatnonzero(eng.masks[0]):
-            got = {m: agent.afterstate_rating(eng, 0, a, m) for m in agent.RATING_METHODS}
+            got = {m: agent_batch.afterstate_rating(eng, 0, a, m) for m in agent_batch.RATING_METHODS}
             assert len(set(got.values())) == 1, (t, int(a), got)
             checked += 1
     assert checked > 100 if mode == "drop" else checked > 50

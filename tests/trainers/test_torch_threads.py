@@ -56,7 +56,7 @@ SCENARIOS = {
             check("prefetched collect")
     """,
     "the Tetris agent": """
-        from vecsim.games.tetris.agent import dellacherie_actions
+        from vecsim.collect.tetris import dellacherie_actions
         eng = vecsim.make("Tetris-v0", 64, preset="classic", parallel=False)
         eng.reset(seed=0)
         eng.step(dellacherie_actions(eng))  # a parallel kernel of its own, the first one to run

@@ -27,7 +27,8 @@ from gymnasium import spaces
 
 import vecsim
 from vecsim.core.rng import MAX_SEED
-from vecsim.engine.chooser import KernelChooser, adapt_enabled, numba_threads
+from vecsim.core.scratch import numba_threads
+from vecsim.engine.chooser import KernelChooser, adapt_enabled
 from vecsim.engine.codegen import load_collect_kernel, load_collect_step_kernels
 from vecsim.engine.engine import _is_int, check_seed, parallel_min_envs
 from vecsim.engine.opponents import refuse_callable_opponent

@@ -32,3 +32,17 @@ def zeros(row_shape, dtype) -> np.ndarray:
     """A zeroed scratch field: ``(thread_rows(),) + row_shape`` of ``dtype``, placed as
     ``vecsim.core.buffers.zeros`` places it (untouched pages stay unmapped)."""
     return placed.zeros((thread_rows(),) + tuple(row_shape), dtype)
+
+
+def numba_threads() -> int:
+    """The number of threads Numba's parallel kernels would use on the calling thread (``int``).
+
+    Unlike ``numba.get_num_threads()``, it does not start Numba's thread pool when no parallel
+    kernel has run yet (starting it on the omp layer sets the OpenMP thread count of a libgomp
+    that torch may share): until then nothing can have changed the count, which is
+    ``NUMBA_NUM_THREADS``."""
+    from numba.np.ufunc import parallel
+
+    if not getattr(parallel, "_is_initialized", True):
+        return int(numba.config.NUMBA_NUM_THREADS)
+    return numba.get_num_threads()

@@ -15,8 +15,6 @@ are spaced out (doubling their interval), and the time they lose is kept below a
 of the time spent stepping, so that a parallel kernel that is many times slower under load
 costs little to keep watching; once the machine is idle again a probe finds it and switches
 back. Both kernels compute the same results, so the choice changes only the speed.
-
-``numba_threads`` tells Numba's thread count without starting its threads.
 """
 
 from __future__ import annotations
@@ -25,24 +23,8 @@ import collections
 import os
 import time
 
-import numba
-
 #: Environment variable: ``0`` turns the online choice off (the batch size alone decides).
 ADAPT_VAR = "VECSIM_ADAPT"
-
-
-def numba_threads() -> int:
-    """The number of threads Numba's parallel kernels would use on the calling thread (``int``).
-
-    Unlike ``numba.get_num_threads()``, it does not start Numba's thread pool when no parallel
-    kernel has run yet (starting it on the omp layer sets the OpenMP thread count of a libgomp
-    that torch may share): until then nothing can have changed the count, which is
-    ``NUMBA_NUM_THREADS``."""
-    from numba.np.ufunc import parallel
-
-    if not getattr(parallel, "_is_initialized", True):
-        return int(numba.config.NUMBA_NUM_THREADS)
-    return numba.get_num_threads()
 
 
 def adapt_enabled() -> bool:

@@ -296,9 +296,9 @@ def _link_thread_row(game: GameSpec) -> None:
 
 
 def load_game_module(game: GameSpec, path: pathlib.Path):
-    """The module of kernels at ``path``, a file of ``game``'s package that nothing imports
-    by name (the Tetris agent's ``agent_kernels.py``), imported from a copy in the cache folder
-    named with the fingerprint of the game's sources: its ``cache=True`` kernels load from
+    """The module of kernels at ``path``, a file of kernels over ``game`` that nothing imports
+    by name (``vecsim/collect/tetris_agent_kernels.py``), imported from a copy in the cache
+    folder named with the fingerprint of everything it reaches: its ``cache=True`` kernels load from
     Numba's cache in a warm process, and a change to any function they call gives a new copy
     (Numba's own cache checks only the file of the kernel itself)."""
     key = (game.module.__name__, str(path))

@@ -20,7 +20,8 @@ from vecsim.core import buffers as placed
 from vecsim.core.rng import MAX_SEED
 from vecsim.engine import tuning
 from vecsim.engine.abi import OUTPUT, RING, STATE, buffer_spec, engine_event_names
-from vecsim.engine.chooser import KernelChooser, adapt_enabled, numba_threads
+from vecsim.core.scratch import numba_threads
+from vecsim.engine.chooser import KernelChooser, adapt_enabled
 from vecsim.engine.codegen import address_table, load_kernels, table_specs
 from vecsim.engine.game import PACKED_MASK_FN, GameSpec
 from vecsim.engine.opponents import CallableOpponent, split_opponent

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vecsim.games.drmario import BUTTONS, bench, rules
+from vecsim.bench import drmario as bench
+from vecsim.games.drmario import BUTTONS, rules
 from vecsim.games.drmario.state import allocate
 
 

@@ -205,7 +205,7 @@ def test_same_costs_as_reference_where_twins_skip_inputs(planner):
     """Level-5 decision points (a low bottle, so long falls), where many nodes of a layer differ
     only in holding Left or nothing and in the charge, and later twins skip the inputs they
     share: the same costs as the reference, and the twin marks cleared with the bitmap."""
-    from vecsim.games.drmario.bench import decision_states
+    from vecsim.bench.drmario import decision_states
     twins = 0
     for s in decision_states(5, 1, 8):
         plan = _assert_equal(s, planner)
@@ -261,7 +261,7 @@ def test_same_costs_as_reference_in_runs_by_lag(planner, level, speed):
     charge as 0 while neither can fire before the path's next drop, from spawns with
     carried-over controller states and frame-counter phases; among them a pill that locks on
     its first frame, from the root, a cost every later run keeps."""
-    from vecsim.games.drmario.bench import decision_states
+    from vecsim.bench.drmario import decision_states
     rng = np.random.default_rng(level)
     most_runs = 0
     for s in decision_states(level, speed, 10):

@@ -1,4 +1,4 @@
-"""The Dellacherie agent's batched kernels (``vecsim.games.tetris.agent`` calls them).
+"""The Dellacherie agent's batched kernels (``vecsim.collect.tetris`` calls them).
 
 Nothing imports this file by name: ``vecsim.engine.codegen.load_game_module`` imports a copy of
 it from the kernel cache folder, named with a fingerprint of Tetris's sources, so that Numba's

@@ -2,7 +2,7 @@
 through vecsim's SB3 adapter, and the win rates of a policy over whole evaluation games.
 
 Imports SB3, sb3-contrib and torch when called (the ``[train]`` extra). The tests' slow tier,
-``notebooks/03_blokus.ipynb`` and ``python -m vecsim.games.blokus.learning`` use it.
+``notebooks/03_blokus.ipynb`` and ``python -m vecsim.trainers.blokus`` use it.
 """
 
 from __future__ import annotations

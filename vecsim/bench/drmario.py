@@ -1,6 +1,6 @@
 """Dr. Mario per-frame speed: frames/s of the per-frame kernel and of the vecsim engine.
 
-    python -m vecsim.games.drmario.bench [--num-envs 4096] [--seconds 3] [--level 10] [--speed 1] [--thread-time]
+    python -m vecsim.bench.drmario [--num-envs 4096] [--seconds 3] [--level 10] [--speed 1] [--thread-time]
                                          [--decision-envs 64] [--decision-only] [--samples 0] [--planner-profile]
 
 Three figures on the same batch (level, speed, random frame-mode inputs drawn once per
@@ -318,7 +318,7 @@ def _planner_envs_figure(states: list, rounds: int) -> None:
     decisions per second of wall-clock time and per CPU second of the process (all its
     threads: on a loaded machine the wall clock counts the time others take), best of
     ``rounds`` calls."""
-    from vecsim.engine.chooser import numba_threads
+    from vecsim.core.scratch import numba_threads
     from vecsim.games.drmario.state import State
     from vecsim.planners import drmario as planner_mod
     batch = State(*(np.concatenate(fields) for fields in zip(*states)))

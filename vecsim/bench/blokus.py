@@ -1,6 +1,6 @@
 """Random legal Blokus play in Numba on one thread: moves/s with the full mask every move.
 
-    python -m vecsim.games.blokus.bench [--variant classic] [--num-envs 256] [--seconds 3]
+    python -m vecsim.bench.blokus [--variant classic] [--num-envs 256] [--seconds 3]
                                         [--blokus-rl /path/to/python] [--env-level] [--sb3]
 
 Every move writes the acting seat's whole ``(91 * S * S,)`` bool mask (env ``i``'s row of an
@@ -261,7 +261,7 @@ import gymnasium as gym
 import numpy as np
 import vecsim
 from vecsim.core.rng import seed_env
-from vecsim.games.blokus.bench import choose_legal, choose_legal_packed
+from vecsim.bench.blokus import choose_legal, choose_legal_packed
 n, seconds, copy, fmt = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "copy", sys.argv[4]
 env = gym.make_vec("vecsim/Blokus-v0", num_envs=n, vectorization_mode="vector_entry_point", copy=copy,
                    mask_format=fmt)
