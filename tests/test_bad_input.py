@@ -49,7 +49,7 @@ def test_num_envs_not_an_int(game_id, num_envs):
 
 
 def test_a_batch_beyond_the_memory_available_is_refused_before_any_allocation(monkeypatch):
-    from vecsim.cli import _envs_that_fit
+    from vecsim.cli.demo import _envs_that_fit
     from vecsim.core import buffers
     from vecsim.engine.engine import build_params
 

@@ -64,7 +64,7 @@ def test_demo_prints_a_row_per_game_and_writes_a_png(tmp_path):
 def test_demo_frames_show_the_same_moment_however_long_the_timed_play():
     """The frames are drawn after a fixed number of steps from reset(seed=0), before timing:
     drawn after a timed second, a slow first Blokus run showed one piece a board."""
-    from vecsim.cli import DEMO_FRAME_STEPS, _run_game
+    from vecsim.cli.demo import DEMO_FRAME_STEPS, _run_game
 
     short = _run_game("vecsim/BlokusDuo-v0", 4, 0.001, 2)[2]
     long = _run_game("vecsim/BlokusDuo-v0", 4, 0.3, 2)[2]
@@ -170,20 +170,20 @@ def test_warmup_rejects_bad_arguments():
 
 
 def test_warmup_param_values_parse_as_numbers_or_names():
-    from vecsim.cli import UsageError, _game_params
+    from vecsim.cli.common import UsageError, game_params
 
-    assert _game_params(["action_mode=reach", "queue=3", "gravity=2", "hold=1.0"], ["vecsim/Tetris-v0"]) == {
+    assert game_params(["action_mode=reach", "queue=3", "gravity=2", "hold=1.0"], ["vecsim/Tetris-v0"]) == {
         "action_mode": "reach", "queue": 3, "gravity": 2, "hold": 1.0}
-    assert _game_params(["gravity=9.5"], ["vecsim/CartPole-v1"]) == {"gravity": 9.5}
+    assert game_params(["gravity=9.5"], ["vecsim/CartPole-v1"]) == {"gravity": 9.5}
     with pytest.raises(UsageError, match="gravity must be an integer in"):
-        _game_params(["gravity=0.5"], ["vecsim/Tetris-v0"])
-    assert _game_params(None, ["vecsim/Tetris-v0"]) == {}
+        game_params(["gravity=0.5"], ["vecsim/Tetris-v0"])
+    assert game_params(None, ["vecsim/Tetris-v0"]) == {}
     with pytest.raises(UsageError, match=r"--param: CartPole got unknown parameter\(s\) \['queue'\]"):
-        _game_params(["queue=3"], ["vecsim/Tetris-v0", "vecsim/CartPole-v1"])
+        game_params(["queue=3"], ["vecsim/Tetris-v0", "vecsim/CartPole-v1"])
     with pytest.raises(UsageError, match="action_mode must be one of .* but got action_mode='bogus'"):
-        _game_params(["action_mode=bogus"], ["vecsim/Tetris-v0"])
+        game_params(["action_mode=bogus"], ["vecsim/Tetris-v0"])
     with pytest.raises(UsageError, match="queue must be an integer in"):
-        _game_params(["queue=9"], ["vecsim/Tetris-v0"])
+        game_params(["queue=9"], ["vecsim/Tetris-v0"])
 
 
 def test_compiles_start_longest_first_and_results_keep_item_order(monkeypatch):
@@ -192,7 +192,7 @@ def test_compiles_start_longest_first_and_results_keep_item_order(monkeypatch):
     # idled for its whole compile. The pool runs jobs in submission order.
     import concurrent.futures
 
-    from vecsim import cli
+    from vecsim.cli import common
 
     submitted = []
 
@@ -211,15 +211,15 @@ def test_compiles_start_longest_first_and_results_keep_item_order(monkeypatch):
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", InlinePool)
     games = vecsim.game_ids()
-    weights = {game: cli._compile_weight(game) for game in games}
+    weights = {game: common.compile_weight(game) for game in games}
     assert max(weights, key=weights.get) == "vecsim/Tetris-v0"
-    results = cli._map_in_processes(str.upper, games, 2, weight=weights.get)
+    results = common.map_in_processes(str.upper, games, 2, weight=weights.get)
     assert submitted == sorted(games, key=lambda g: -weights[g]) and submitted[0] == "vecsim/Tetris-v0"
     assert results == [game.upper() for game in games]
     # Without weights, in the given order; one job runs in this process.
     submitted.clear()
-    assert cli._map_in_processes(str.upper, games, 2) == [game.upper() for game in games] and submitted == games
-    assert cli._map_in_processes(str.upper, games, 1) == [game.upper() for game in games]
+    assert common.map_in_processes(str.upper, games, 2) == [game.upper() for game in games] and submitted == games
+    assert common.map_in_processes(str.upper, games, 1) == [game.upper() for game in games]
 
 
 def test_kernels_prints_the_generated_module_of_a_game(capsys):
