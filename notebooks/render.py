@@ -1,14 +1,16 @@
-"""Execute the notebooks in ``notebooks/`` and write their figures as PNG files.
+"""Execute the notebooks in ``notebooks/``, store them executed, and write their figures as PNG files.
 
-    python notebooks/render.py [--out DIR] [--dpi N] [NOTEBOOK ...]
+    python notebooks/render.py [--out DIR] [--dpi N] [--no-store] [NOTEBOOK ...]
 
 Every notebook runs from top to bottom in a fresh kernel that imports vecsim from this
 checkout. Each ``image/png`` output, in cell order, becomes ``<notebook stem>-<k>.png``
 (``k`` from 1) in ``DIR`` (default ``docs/figures``), replacing that notebook's figures of an
-earlier run. The notebooks themselves are not changed: they stay stored without outputs.
+earlier run. The notebook is written back with its outputs (figures at ``--dpi``, no cell
+timings), so that it shows on a code host without running; ``--no-store`` leaves it as it is.
 
 ``docs/notebooks.md`` shows the figures; ``tests/test_notebooks.py`` runs this script into a
-temporary folder. Exit status 1 if a notebook failed (its cell and error are printed).
+temporary folder without storing. Exit status 1 if a notebook failed (its cell and error are
+printed).
 """
 
 from __future__ import annotations
@@ -56,11 +58,22 @@ def execute(path: pathlib.Path, dpi: int = DPI, timeout: int = TIMEOUT) -> nbfor
     setup = nbformat.v4.new_code_cell(
         f'%config InlineBackend.print_figure_kwargs = {{"bbox_inches": "tight", "dpi": {int(dpi)}}}')
     nb.cells.insert(0, setup)
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=timeout,
+    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=timeout, record_timing=False,
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute(env=kernel_env())
     del nb.cells[0]
+    _number_from_one(nb)
     return nb
+
+
+def _number_from_one(nb: nbformat.NotebookNode) -> None:
+    """Execution counts as if the removed setup cell had not run: the first code cell is 1."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.execution_count:
+            cell.execution_count -= 1
+            for output in cell.outputs:
+                if output.get("execution_count"):
+                    output["execution_count"] -= 1
 
 
 def figures(nb: nbformat.NotebookNode) -> list[bytes]:
@@ -81,9 +94,14 @@ def figure_name(notebook: pathlib.Path, k: int) -> str:
     return f"{notebook.stem}-{k}.png"
 
 
-def render(path: pathlib.Path, out_dir: pathlib.Path, dpi: int = DPI, timeout: int = TIMEOUT) -> list[pathlib.Path]:
-    """Execute one notebook and write its figures into ``out_dir``; return their paths."""
-    images = figures(execute(path, dpi, timeout))
+def render(path: pathlib.Path, out_dir: pathlib.Path, dpi: int = DPI, timeout: int = TIMEOUT,
+           store: bool = False) -> list[pathlib.Path]:
+    """Execute one notebook and write its figures into ``out_dir`` (and, where ``store``, the
+    executed notebook over ``path``); return the figures' paths."""
+    nb = execute(path, dpi, timeout)
+    if store:
+        nbformat.write(nb, path)
+    images = figures(nb)
     out_dir.mkdir(parents=True, exist_ok=True)
     stale = re.compile(re.escape(path.stem) + r"-\d+\.png")
     for old in out_dir.iterdir():
@@ -97,14 +115,14 @@ def render(path: pathlib.Path, out_dir: pathlib.Path, dpi: int = DPI, timeout: i
     return written
 
 
-def render_all(paths, out_dir: pathlib.Path, dpi: int = DPI, timeout: int = TIMEOUT) -> dict:
+def render_all(paths, out_dir: pathlib.Path, dpi: int = DPI, timeout: int = TIMEOUT, store: bool = False) -> dict:
     """Render each notebook of ``paths``; map each to its figures' paths, or to the exception
     that stopped it (the other notebooks still run)."""
     results = {}
     for path in paths:
         path = pathlib.Path(path)
         try:
-            results[path] = render(path, out_dir, dpi, timeout)
+            results[path] = render(path, out_dir, dpi, timeout, store)
         except Exception as exc:  # a cell error, a timeout or a dead kernel: report, go on
             results[path] = exc
     return results
@@ -118,8 +136,9 @@ def main(argv=None) -> int:
                         help="folder for the PNG files (default: docs/figures)")
     parser.add_argument("--dpi", type=int, default=DPI, help="resolution of the figures (default: %(default)s)")
     parser.add_argument("--timeout", type=int, default=TIMEOUT, help="seconds per cell (default: %(default)s)")
+    parser.add_argument("--no-store", action="store_true", help="leave the notebooks as they are stored")
     args = parser.parse_args(argv)
-    results = render_all(args.notebooks or notebooks(), args.out, args.dpi, args.timeout)
+    results = render_all(args.notebooks or notebooks(), args.out, args.dpi, args.timeout, store=not args.no_store)
     failed = 0
     for path, result in results.items():
         if isinstance(result, Exception):

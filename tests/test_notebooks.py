@@ -55,13 +55,21 @@ def test_notebooks_are_found():
     assert render.notebooks() == NOTEBOOKS
 
 
-def test_notebooks_are_stored_without_outputs():
+def test_notebooks_are_stored_executed_with_their_figures_and_link_their_page():
+    """A notebook shows on a code host without running: every code cell stored run, in order,
+    its figures the page's (small: at render.py's DPI), and its first cell links the page."""
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         nbformat.validate(nb)
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                assert not cell.outputs and cell.execution_count is None, f"{path.name} has stored outputs"
+        code = [cell for cell in nb.cells if cell.cell_type == "code"]
+        assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1)), \
+            f"{path.name} is not stored executed: python notebooks/render.py {path.name}"
+        errors = [o for cell in code for o in cell.outputs if o.output_type == "error"]
+        assert errors == [], f"{path.name} is stored with an error"
+        images = render.figures(nb)
+        assert len(images) == len(figures_of(path)), f"{path.name}: stored figures differ from docs/notebooks.md"
+        assert all(len(image) <= MAX_BYTES for image in images), f"{path.name}: a stored figure is too large"
+        assert "../docs/notebooks.md" in nb.cells[0].source, f"{path.name}'s first cell does not link its page"
 
 
 def test_page_shows_figures_of_every_notebook():
