@@ -78,6 +78,29 @@ def test_demo_frames_show_the_same_moment_however_long_the_timed_play():
     assert not np.array_equal(short[0][1], empty) and DEMO_FRAME_STEPS >= 8  # pieces on the board
 
 
+def _log_a_compile_notice(item):
+    import logging
+
+    logging.getLogger("vecsim.compile").warning("compiling %s", item)
+    return item
+
+
+def test_a_progress_line_silences_the_compile_notices_that_would_write_over_it(caplog):
+    """`vecsim demo` and `vecsim warmup` show 'compiling games' on one line rewritten in place;
+    the per-kernel notices printed in the middle of it (from every process)."""
+    import io
+    import logging
+
+    from vecsim.cli.common import Progress, map_in_processes
+
+    with caplog.at_level(logging.WARNING, logger="vecsim"):
+        shown = Progress(2, enabled=True, stream=io.StringIO())
+        assert map_in_processes(_log_a_compile_notice, ["a", "b"], 1, shown) == ["a", "b"]
+        assert caplog.records == []
+        assert map_in_processes(_log_a_compile_notice, ["c"], 1, Progress(1, enabled=False)) == ["c"]
+    assert [r.getMessage() for r in caplog.records] == ["compiling c"]  # no progress line: the notice shows
+
+
 def test_bench_prints_a_row_per_precision_with_a_ratio(tmp_path):
     out = tmp_path / "bench.json"
     proc = run_vecsim("bench", "--seconds", 0.05, "--num-envs", 16, "--games", "CartPole-v1", "--json", out)
@@ -197,7 +220,7 @@ def test_compiles_start_longest_first_and_results_keep_item_order(monkeypatch):
     submitted = []
 
     class InlinePool:  # runs each job at submission, recording the order
-        def __init__(self, jobs, mp_context=None):
+        def __init__(self, jobs, mp_context=None, initializer=None):
             pass
 
         def submit(self, fn, item):

@@ -4,6 +4,7 @@ in processes of their own, the machine description and the option types."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import platform
 import sys
@@ -92,18 +93,26 @@ def map_in_processes(fn, items: list, jobs: int, progress: Progress | None = Non
 
     jobs = min(jobs, len(items))
     where = f"{label} {len(items)} in {jobs} process{'es' if jobs > 1 else ''}"
+    shown = progress is not None and progress.enabled
     if progress is not None:
         progress.show(where)
     if jobs <= 1:
         results = []
-        for item in items:
-            results.append(fn(item))
-            if progress is not None:
-                progress.advance()
-                progress.show(where)
+        before = logging.getLogger("vecsim.compile").level
+        if shown:
+            quiet_compile_notices()
+        try:
+            for item in items:
+                results.append(fn(item))
+                if progress is not None:
+                    progress.advance()
+                    progress.show(where)
+        finally:
+            logging.getLogger("vecsim.compile").setLevel(before)
         return results
     order = sorted(range(len(items)), key=lambda k: -weight(items[k])) if weight is not None else range(len(items))
-    pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+    pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                                  initializer=quiet_compile_notices if shown else None)
     try:
         futures = {pool.submit(fn, items[k]): k for k in order}  # the pool runs them in this order
         results = [None] * len(items)
@@ -115,6 +124,13 @@ def map_in_processes(fn, items: list, jobs: int, progress: Progress | None = Non
         return results
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+def quiet_compile_notices() -> None:
+    """Silence the one-line notice of a long compile (``vecsim.engine.compile_watch``) in this
+    process: a command whose progress line already says it is compiling shows that instead of
+    lines written over it."""
+    logging.getLogger("vecsim.compile").setLevel(logging.ERROR)
 
 
 class UsageError(ValueError):

@@ -8,7 +8,8 @@ Python. The functions it calls compile inside it, each in a nested event.
 - **Notice.** A kernel compile of a module that codegen named (``name_module``) that runs
   for longer than ``NOTICE_AFTER`` seconds logs one line on the ``vecsim`` logger (warning
   level, so it shows on stderr without any logging set up): which game and kernel, and that
-  the result is cached. ``logging.getLogger("vecsim").setLevel(logging.ERROR)`` silences it.
+  the result is cached. ``logging.getLogger("vecsim").setLevel(logging.ERROR)`` silences it
+  (its logger is ``vecsim.compile``: a command that shows its own progress silences that one).
 - **Record.** ``compile_records()`` lists every kernel compile of the process with its
   seconds and the function inside it that took longest on its own (its nested compiles
   taken out): what ``vecsim kernels --compile-times`` prints.
@@ -26,7 +27,7 @@ from numba.core import event
 #: Seconds a kernel compile runs before its notice is logged.
 NOTICE_AFTER = 2.0
 
-log = logging.getLogger("vecsim")
+log = logging.getLogger("vecsim.compile")
 
 
 @dataclass(frozen=True)
