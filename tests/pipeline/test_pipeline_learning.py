@@ -59,7 +59,7 @@ def test_reinforce_stepping_on_a_quarter_of_each_batch_reaches_475_on_cartpole()
 
 
 def test_pipelined_ppo_reaches_475_on_cartpole():
-    names = run_readme_snippet("pipeline")  # the README's example, as written there
+    names = run_readme_snippet("pipeline")  # docs/pipeline.md's example, as written there
     returns, metrics = names["returns"], names["metrics"]
     assert returns.mean() >= THRESHOLD, returns
     assert metrics.episode_returns[metrics.episode_cycles >= 140].mean() >= THRESHOLD
