@@ -226,12 +226,31 @@ def test_a_game_without_renderers_shows_its_state_as_text_and_refuses_rgb_array(
         engine.render_rgb(1)
 
 
-def test_a_step_function_that_does_not_return_reward_and_terminated_is_named_at_the_first_step(registered,
-                                                                                                  tmp_path):
+STEP_RETURN = "return 1.0 if reached else -abs(s.pos[i] - s.target[i]), reached"
+
+
+@pytest.mark.parametrize("returned, shown", [
+    ("return 1.0 if reached else -abs(s.pos[i] - s.target[i])", "return 1.0 if reached else -abs(s.pos[i] - s.target[i])"),
+    ("return", "return"),
+    ("return 1.0, reached, 0", "return (1.0, reached, 0)"),
+])
+def test_a_step_function_that_cannot_return_reward_and_terminated_is_refused_before_anything_compiles(
+        registered, monkeypatch, tmp_path, returned, shown):
     """Numba's own error is an 85-line TypingError inside vecsim's fused kernel."""
+    name = f"bad_return_game_{len(returned)}"
+    (tmp_path / f"{name}.py").write_text(Path(minimal_game.__file__).read_text().replace(STEP_RETURN, returned))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    with pytest.raises(TypeError, match=rf"'{name}': step_env must return \(reward, terminated\), as in "
+                                        rf"`return reward, terminated`, but it has `{re.escape(shown)}`$"):
+        vecsim.register(name)
+
+
+def test_a_step_function_returning_a_name_that_holds_one_value_is_named_at_the_first_step(registered,
+                                                                                           tmp_path):
+    """What only typing tells: the kernel's compile fails, and the error names the function."""
     text = Path(minimal_game.__file__).read_text().replace('ENV_ID = "WalkToTarget-v0"', 'ENV_ID = "ScalarStep-v0"')
-    text = text.replace("return 1.0 if reached else -abs(s.pos[i] - s.target[i]), reached",
-                        "return 1.0 if reached else -abs(s.pos[i] - s.target[i])")
+    text = text.replace(STEP_RETURN, "reward = 1.0 if reached else -abs(s.pos[i] - s.target[i])\n    return reward")
     (tmp_path / "scalar_step_game.py").write_text(text)
     try:
         engine = vecsim.make(vecsim.register(str(tmp_path / "scalar_step_game.py")), 2)

@@ -100,8 +100,10 @@ measured per machine and live in the tuning table (``vecsim.engine.tuning``).
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+import textwrap
 from dataclasses import dataclass, field
 from types import ModuleType
 
@@ -365,6 +367,43 @@ def _check_kernel_functions(mod, where: str) -> None:
         if len(required) != n or len(params) > n + 1:
             raise TypeError(f"{where}: {name} must take ({wanted}), but takes "
                             f"({', '.join(q.name for q in params)})")
+        if name in ("step_env", "step_env_fast"):
+            returned = _single_value_returned(fn.py_func)
+            if returned is not None:
+                raise TypeError(f"{where}: {name} must return (reward, terminated), as in `return reward, "
+                                f"terminated`, but it has `{returned}`")
+
+
+#: Return values that are never a pair: a tuple of another length, a number, an operation on numbers.
+_NOT_A_PAIR = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)
+
+
+def _single_value_returned(fn) -> str | None:
+    """The first ``return`` statement of ``fn`` that cannot give a ``(reward, terminated)`` pair (no
+    value, a tuple of another length, a number or arithmetic, a conditional of those), or None.
+    Read from the source, before anything compiles; what only typing can tell (a name, a call)
+    is checked when the step kernel compiles (``GameSpec.step_return_error``)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None  # no source to read (built in memory): the typing check still names it
+
+    def never_a_pair(node) -> bool:
+        if node is None or isinstance(node, _NOT_A_PAIR):
+            return True
+        if isinstance(node, ast.Tuple):
+            return len(node.elts) != 2
+        return isinstance(node, ast.IfExp) and never_a_pair(node.body) and never_a_pair(node.orelse)
+
+    pending = list(ast.iter_child_nodes(tree.body[0]))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # a nested function's returns are its own
+        if isinstance(node, ast.Return) and never_a_pair(node.value):
+            return "return" if node.value is None else f"return {ast.unparse(node.value)}"
+        pending.extend(ast.iter_child_nodes(node))
+    return None
 
 
 def load_game(module) -> GameSpec:
