@@ -183,7 +183,7 @@ def reset_to_decision(s, i):
     """After ``rules.start_level``: the first throw, up to the first decision point and its
     plan; nothing of it counts as a step's events (nor against the frame cap)."""
     s.tau[i] = 0
-    play_to_decision(s, i, 0)
+    play_to_decision(s, i, 0, None)  # no telemetry given, as step_decision's call: one compile of it
     for k in range(rules.N_FRAME_EVENTS):
         s.frame_events[i, k] = 0
     next_decision(s, i, 0)

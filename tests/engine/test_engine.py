@@ -971,10 +971,16 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
     assert "run_length = _thread_share(n)" in runs and "run_length = max(n, 1)" in runs
     assert f"_SHARE_ALIGN = {math.lcm(k, 64)}\n" in runs
     assert "prange((n + run_length - 1) // run_length)" in runs and "_step_and_write(s, p, np.uint64(i)," not in runs
-    # The parallel kernel resets due envs inside its runs (one parallel region a step), the serial one before.
-    assert "resets_in_runs = PARALLEL_parallel and True" in runs and "resets_in_runs = PARALLEL_serial and True" in runs
+    # The parallel kernel resets due envs inside its runs, SAME_STEP ones too: one parallel region
+    # (one function Numba compiles with the game linked in) a step kernel; the serial one resets before.
+    serial, parallel = runs[runs.index("def step_serial("):runs.index("def reset_serial(")], \
+        runs[runs.index("def step_parallel("):runs.index("def reset_parallel(")]
+    assert parallel.count("prange(") == 1 and "# SAME STEP RESETS IN RUNS BEGIN" in parallel
+    assert "# RESETS BEFORE STEP BEGIN" in serial and "# RESETS IN RUNS BEGIN" not in serial
     per_env = batched_step(render_source(cartpole, "float32", True))
     assert "_step_and_write(s, p, np.uint64(i)," in per_env and "_step_run(s, p, lo" not in per_env
+    # A step that draws nothing resets after it, and no kernel holds a reset pass it never runs.
+    assert "# RESETS AFTER STEP BEGIN" in per_env and "# RESETS BEFORE STEP BEGIN" not in per_env
     slot_runs = render_collect_step_source(tetris, "float64", True)
     assert f"prange((n_run + {k} - 1) // {k})" in slot_runs and "_step_and_write(s, p, w," not in slot_runs
     per_slot = render_collect_step_source(cartpole, "float64", True)

@@ -160,9 +160,23 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     step_fn, mask_fn = _function_names(game, precision, functions)
     uses_rng = bool(game.hints.step_uses_rng)
     head, body, tail = _split_template(_TEMPLATE.read_text())
+    two_pass = not fast and game.has("pre_step_fix_env")
+    one_pass = not (fast or two_pass or not game.has("pre_step_env"))
+    # A parallel kernel of a game stepped in runs resets due envs inside its step runs, where no
+    # pass lies between the resets and the steps and a run's flags are whole 8-env words: one
+    # parallel region a step. Each parallel region is a function Numba compiles with every
+    # callee linked in again, so the reset passes a kernel never runs are not rendered at all.
+    per_call = game.hints.envs_per_call
+    resets_in_runs = per_call > 1 and per_call % 8 == 0 and not (one_pass or two_pass)
     variants = []
     for mode in ("serial", "parallel"):
-        part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
+        in_runs = mode == "parallel" and resets_in_runs
+        dropped = ["RESETS BEFORE STEP", "SAME STEP RESETS"] if in_runs else ["RESETS IN RUNS", "SAME STEP RESETS IN RUNS"]
+        dropped += ["RESETS AFTER STEP"] if uses_rng else ["RESETS BEFORE STEP", "RESETS IN RUNS"]
+        part = body
+        for block in dropped:
+            part = re.sub(rf"^ *# {block} BEGIN.*?^ *# {block} END\n", "", part, flags=re.S | re.M)
+        part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", part)
         part = re.sub(r"_MODE\b", f"_{mode}", part)
         if mode == "parallel" or game.hints.envs_per_call > 1:
             # Distinct views (vecsim.engine.views.c_distinct_array_at) let LLVM vectorise the serial
@@ -183,8 +197,6 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     text = re.sub(r"\bSTEP_ENV\b", step_fn, text)
     text = _render_contract_calls(text, game, mask_fn, functions)
     text = _render_reset(re.sub(r"\bWRITE_MASK\b", mask_fn, text), functions)
-    two_pass = not fast and game.has("pre_step_fix_env")
-    one_pass = not (fast or two_pass or not game.has("pre_step_env"))
     if not one_pass:  # no empty parallel region
         text = re.sub(r"^ *# PRE STEP BEGIN.*?# PRE STEP END\n", "", text, flags=re.S | re.M)
     if not two_pass:
@@ -197,11 +209,6 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
         rf"\1if given_actions.shape[1] != {int(box_width)}:\n\1    return -BAD_SHAPE\n"
     text = re.sub(r"^( *)# BOX WIDTH CHECK\n", width_check, text, flags=re.M)
     text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
-    # The parallel kernel resets due envs inside its step runs, where no pass lies between the
-    # resets and the steps and a run's flags are whole 8-env words.
-    per_call = game.hints.envs_per_call
-    resets_in_runs = per_call > 1 and per_call % 8 == 0 and not (one_pass or two_pass)
-    text = re.sub(r"\bRESETS_IN_RUNS\b", repr(resets_in_runs), text)
     text = _keep_one(text, "STEP PER ENV", "STEP RUNS", per_call)
     text = re.sub(r"\bRUN_SHARE_serial\b", "max(n, 1)", text)
     text = re.sub(r"\bRUN_SHARE_parallel\b", "_thread_share(n)", text)

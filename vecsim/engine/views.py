@@ -3,7 +3,6 @@ pointer intrinsics that let LLVM vectorise loops over them."""
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
@@ -120,13 +119,30 @@ def address_of(typingctx, array):
     return types.int64(array), codegen
 
 
-@njit(**EXACT_OPTIONS)
-def overlaps(a, b) -> bool:
-    """Whether the data of the contiguous arrays ``a`` and ``b`` share a byte. Not inlined by
-    Numba (LLVM inlines it): a kernel calls it once per table row, and Numba's passes over a
-    parallel kernel slow down with every inlined copy (see docs/numba-workarounds.md)."""
-    lo_a, lo_b = address_of(a), address_of(b)
-    return a.nbytes > 0 and b.nbytes > 0 and lo_a < lo_b + b.nbytes and lo_b < lo_a + a.nbytes
+@intrinsic
+def overlaps(typingctx, a, b):
+    """Whether the data of the contiguous arrays ``a`` and ``b`` share a byte. An intrinsic,
+    not a jitted function: a kernel checks one argument against every row of its table, each
+    row an array type of its own, and a jitted function would compile once per pair of types
+    (29 times in a parallel Tetris step kernel)."""
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        int64 = context.get_value_type(types.int64)
+        zero = int64(0)
+
+        def span(aryty, value):
+            ary = context.make_array(aryty)(context, builder, value)
+            return builder.ptrtoint(ary.data, int64), builder.mul(ary.nitems, ary.itemsize)
+
+        (lo_a, size_a), (lo_b, size_b) = span(a, args[0]), span(b, args[1])
+        both = builder.and_(builder.icmp_signed(">", size_a, zero), builder.icmp_signed(">", size_b, zero))
+        a_before_b_ends = builder.icmp_signed("<", lo_a, builder.add(lo_b, size_b))
+        b_before_a_ends = builder.icmp_signed("<", lo_b, builder.add(lo_a, size_a))
+        return builder.and_(both, builder.and_(a_before_b_ends, b_before_a_ends))
+
+    return types.boolean(a, b), codegen
 
 
 @njit(**EXACT_OPTIONS)

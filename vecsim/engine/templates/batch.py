@@ -229,8 +229,8 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     if status != OK:
         return step_status(status, index)
     was_u64 = was_done.view(np.uint64)
-    resets_in_runs = PARALLEL_MODE and RESETS_IN_RUNS  # a parallel kernel resets inside its runs
-    if mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0 and not resets_in_runs:
+    # RESETS BEFORE STEP BEGIN (kept for games whose step draws, unless the kernel resets in its runs)
+    if mode == NEXT_STEP and nfinished > 0:
         # An env due for reset must not be stepped first: the step's draws would shift its
         # stream. Reset those envs before the step pass, which then skips them.
         for w in prange(was_u64.shape[0]):
@@ -241,6 +241,7 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
                                  masks, obs, np.bool_(False))
+    # RESETS BEFORE STEP END
     # PRE STEP BEGIN (kept only for games with a pre_step_env and no pre_step_fix_env)
     for i in prange(n):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
@@ -271,12 +272,13 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     for c in prange((n + run_length - 1) // run_length):
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         lo = c * run_length
-        if resets_in_runs and mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0:
-            # The run's envs due for reset, as the pass above resets them, in the same parallel
-            # region, so that a step needs one parallel launch, not a second for the resets
-            # (each env's reset and step touch only its own rows, so the order between envs
-            # changes nothing). A share is a multiple of 8 envs, so the run's flags are whole
-            # words of was_u64.
+        # RESETS IN RUNS BEGIN (kept for a parallel kernel of a game whose step draws, stepped in runs)
+        if mode == NEXT_STEP and nfinished > 0:
+            # The run's envs due for reset, as the pass before the step resets them elsewhere,
+            # in the same parallel region, so that a step needs one parallel launch, not a
+            # second for the resets (each env's reset and step touch only its own rows, so the
+            # order between envs changes nothing). A share is a multiple of 8 envs, so the
+            # run's flags are whole words of was_u64.
             for w in range(lo // 8, (min(n, lo + run_length) + 7) // 8):
                 due = was_u64[w]
                 while due != _ZERO:
@@ -284,12 +286,23 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
                     due &= due - _ONE
                     _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final,
                                      obs, masks, obs, np.bool_(False))
+        # RESETS IN RUNS END
         _step_run(s, p, lo, min(n, lo + run_length), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
                   events, rng, obs, whole_obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done, TELEMETRY_RING)
+        # SAME STEP RESETS IN RUNS BEGIN (kept where the resets before the step are in the runs too)
+        if mode == SAME_STEP:
+            for i in range(lo, min(n, lo + run_length)):
+                done = needs_reset[i]
+                has_final[i] = done
+                if done:
+                    _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
+                                     has_final, obs, masks, final_obs, np.bool_(True))
+        # SAME STEP RESETS IN RUNS END
     # STEP RUNS END
     if obs_stale[0] == 1:  # every env's observation was written (a step or a reset): obs is current
         obs_stale[0] = 0
-    if mode == NEXT_STEP and not STEP_USES_RNG:
+    # RESETS AFTER STEP BEGIN (kept for games whose step draws nothing)
+    if mode == NEXT_STEP:
         # Envs that were due for reset were stepped from their final state above (a step
         # that draws nothing and touches only its own env); resetting them now leaves
         # exactly what resetting instead of stepping would have. No such env (the check pass
@@ -306,7 +319,9 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
                                  masks, obs, np.bool_(False))
-    elif mode == SAME_STEP:
+    # RESETS AFTER STEP END
+    # SAME STEP RESETS BEGIN (kept unless the kernel resets in its runs)
+    if mode == SAME_STEP:
         for i in prange(n):
             done = needs_reset[i]
             has_final[i] = done
@@ -314,7 +329,8 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
                                  has_final, obs, masks, final_obs, np.bool_(True))
-    elif mode == NO_RESET:
+    # SAME STEP RESETS END
+    if mode == NO_RESET:
         # Pack the flags 8 at a time: ``needs_u64`` views ``needs_reset`` (zero-padded to whole
         # words) as uint64, 8 bool bytes each; a multiply gathers their low bits into a byte.
         ndone = _ZERO
