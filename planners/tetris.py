@@ -404,7 +404,7 @@ def _start_in_open_air(bits, i, t, top, gravity, n_kicks, base, extra, cost, ymm
     return k
 
 
-@exact(per_constant=True)  # compiled for its callers' constant base and extra: 15% more searches/s
+@exact(per_constant=True)  # specialised for its callers' constant base and extra: faster searches
 def plan(rows, i, t, gravity, kicks, base, extra, cost, bits, ymin_ymax, live_parent, live_input, lock_parent,
          lock_input):
     """Search every lock pose of piece ``t`` from its spawn pose on env ``i``'s board.

@@ -44,7 +44,7 @@ def compile_for_plain_types(dispatcher):
 
     Called from jitted code with a constant (``plan(..., 0, 1)`` in one place and
     ``plan(..., base, extra)`` in another), Numba compiles a function once for the literal
-    value and once more for its type: Tetris's reach planner compiled twice, 31 s in all.
+    value and once more for its type (Tetris's reach planner compiled twice so).
     Here a literal argument is typed as its plain type (``Literal[int](0)`` as ``int64``), so
     every call site shares one compilation. An argument left out keeps its default's type."""
     resolve = dispatcher.get_call_template

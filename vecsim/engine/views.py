@@ -123,8 +123,7 @@ def address_of(typingctx, array):
 def overlaps(typingctx, a, b):
     """Whether the data of the contiguous arrays ``a`` and ``b`` share a byte. An intrinsic,
     not a jitted function: a kernel checks one argument against every row of its table, each
-    row an array type of its own, and a jitted function would compile once per pair of types
-    (29 times in a parallel Tetris step kernel)."""
+    row an array type of its own, and a jitted function would compile once per pair of types."""
     if not (isinstance(a, types.Array) and isinstance(b, types.Array)):
         return None
 
