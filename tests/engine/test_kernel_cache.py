@@ -212,7 +212,8 @@ def test_damaged_cache_entries_are_compiled_again_with_one_notice_and_never_cras
     played, _ = play()
     damages = [lambda b: b[: len(b) // 2], lambda b: bytes(len(b)), lambda b: bytes(range(256)) * 4]
     for round_ in range(3):
-        indexes = sorted((tmp_path / "numba").rglob("*.nbi"))
+        # The kernels' entries: a warm run reads those, not those of the game's own functions.
+        indexes = sorted((tmp_path / "numba").rglob("vecsim_kernels_*.nbi"))
         assert len(indexes) >= 2
         damaged = indexes[0], next(indexes[1].parent.glob(indexes[1].stem + "*.nbc"))  # an index, a data file
         for path in damaged:
@@ -262,3 +263,31 @@ def test_a_cached_function_is_compiled_again_when_a_callee_in_another_file_chang
     assert call(1.0) == 1.5
     assert list((tmp_path / "numba").rglob("*.nbi"))  # saved, so the next run could be served from it
     assert call(2.0) == 2.5
+
+
+_SAVE_MANY = textwrap.dedent("""
+    import os, sys, time
+    from numba.core.caching import IndexDataCacheFile
+    from vecsim.core.kernel_cache import _save_entry
+    folder, who = sys.argv[1], sys.argv[2]
+    cache_file = IndexDataCacheFile(folder, "f-1.py311", ("stamp", 1))
+    open(os.path.join(folder, who), "w").close()
+    while not all(os.path.exists(os.path.join(folder, w)) for w in "ab"):  # both ready: start together
+        time.sleep(0.001)
+    for k in range(SAVES):
+        _save_entry(cache_file, (who, k), (who, k))
+""")
+
+
+def test_processes_saving_entries_of_one_function_at_once_keep_each_entry_with_its_own_data(tmp_path):
+    """Numba numbers a function's data files by its index's entries: two processes saving at
+    once could both write ``.1.nbc``, and one signature's entry would name the other's code."""
+    from numba.core.caching import IndexDataCacheFile
+
+    script = _SAVE_MANY.replace("SAVES", "200")
+    runs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), who]) for who in ("a", "b")]
+    assert [run.wait(timeout=120) for run in runs] == [0, 0]
+    cache_file = IndexDataCacheFile(str(tmp_path), "f-1.py311", ("stamp", 1))
+    keys = [(who, k) for who in ("a", "b") for k in range(200)]
+    assert sorted(cache_file._load_index()) == sorted(keys)
+    assert all(cache_file.load(key) == key for key in keys)

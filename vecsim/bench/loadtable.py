@@ -254,12 +254,7 @@ def format_report(measured: dict, configs, cells, loads) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from vecsim.bench.load import MAX_LOAD
-
-    def positive_int(text):
-        value = int(text)
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-        return value
+    from vecsim.cli.common import positive_float, positive_int
 
     def load_count(text):
         try:
@@ -269,12 +264,6 @@ def build_parser() -> argparse.ArgumentParser:
         if not 0 <= value <= MAX_LOAD:
             raise argparse.ArgumentTypeError(f"must be N or Nt with N in [0, {MAX_LOAD}], got {text!r}")
         return f"{value}t" if text.endswith("t") else str(value)
-
-    def positive_float(text):
-        value = float(text)
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        return value
 
     parser = argparse.ArgumentParser(prog="python -m vecsim.bench.loadtable", description=__doc__.split("\n\n")[0])
     parser.add_argument("--configs", nargs="+", choices=tuple(CONFIGS), default=list(DEFAULT_CONFIGS),

@@ -4,12 +4,16 @@ Every kernel in ``vecsim``, ``games`` and ``planners`` is compiled through the d
 defined here, so cache, GIL and floating-point policy are uniform:
 
 * ``cache=True`` on the batched kernels (``kernel_options``): a warm process loads their
-  machine code from disk, callees included. Per-env game functions and helpers are not
-  cached on their own: Numba's cache does not notice when a callee changes, so a cached
-  callee could go stale; the kernel module's file name carries a digest of every source it
-  depends on instead (see ``vecsim.engine.codegen`` and docs/numba-workarounds.md). A
-  hand-written ``@exact(cache=True)`` function (the pipeline's agents) gets the same digest
-  in its cache entry's stamp (``vecsim.core.kernel_cache``).
+  machine code from disk, callees included. The kernel module's file name carries a digest
+  of every source it depends on, as Numba's cache does not notice when a callee changes (see
+  ``vecsim.engine.codegen`` and docs/numba-workarounds.md).
+* ``cache=True`` on every ``@exact``/``@fast`` function defined at the top level of a module
+  file, too (``_cacheable``): a kernel variant compiled in a later process (another
+  precision, ``invalid_action="flag"``, a telemetry ring, other buffers) loads the game's
+  and planner's typed and lowered functions from disk and compiles only itself. Each entry's
+  stamp carries the digest of its module's reach (``vecsim.core.kernel_cache.guard_cache``),
+  so a changed callee in another file recompiles it. A function of a notebook cell, of
+  ``exec``'d text or of a closure is compiled in each process, as before.
 * ``nogil=True``: kernels release the GIL, so stepping can overlap inference in threads.
 * ``error_model="numpy"``: division by zero gives ``inf``/``nan`` as NumPy does, with no
   per-division Python exception check.
@@ -27,6 +31,8 @@ defined here, so cache, GIL and floating-point policy are uniform:
 """
 
 from __future__ import annotations
+
+import sys
 
 from numba import njit, types
 
@@ -56,15 +62,26 @@ def compile_for_plain_types(dispatcher):
     return dispatcher
 
 
+def _cacheable(fn) -> bool:
+    """Whether Numba can cache ``fn`` and vecsim can stamp its entries with the digest of its
+    module's reach: a top-level function of a module imported from its ``.py`` file (not a
+    closure, nor a function of a notebook cell or of ``exec``'d text)."""
+    module = sys.modules.get(fn.__module__)
+    return (fn.__closure__ is None and "<locals>" not in fn.__qualname__
+            and getattr(module, "__file__", None) == fn.__code__.co_filename)
+
+
 def _jit(options: dict, extra: dict):
     extra = dict(extra)
     per_constant = extra.pop("per_constant", False)
+    asked = extra.pop("cache", None)
 
     def compile_with(fn):
-        dispatcher = njit(**dict(options, **extra))(fn)
+        cache = _cacheable(fn) if asked is None else asked
+        dispatcher = njit(**dict(options, **extra, cache=cache))(fn)
         if not per_constant:
             compile_for_plain_types(dispatcher)
-        if extra.get("cache"):
+        if cache:
             # Numba checks only this file's time: key the entry by everything the module reaches too.
             guard_cache(dispatcher, stamp_reach=True)
         return dispatcher

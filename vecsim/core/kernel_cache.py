@@ -24,8 +24,10 @@ compiles and saves afresh, and the first such entry of a process logs one line o
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import importlib.util
+import itertools
 import logging
 import os
 import pathlib
@@ -34,6 +36,11 @@ import sys
 import sysconfig
 import threading
 import types
+
+try:
+    import fcntl
+except ImportError:  # Windows: saves are not locked
+    fcntl = None
 
 #: Parsed imports per (file, mtime, size): a process computes each file's imports once.
 _IMPORTS: dict[tuple[str, int, int], tuple[tuple[str, ...], str]] = {}
@@ -173,6 +180,22 @@ def source_digest(source: str, package: str = "", own: tuple[str, ...] = ()) -> 
     return h.hexdigest()
 
 
+#: ``_module_digest`` per module name: a process hashes a module's reach once, not once per function.
+_MODULE_DIGESTS: dict[str, str] = {}
+
+
+def _module_digest(name: str) -> str:
+    """The digest of the reach of the imported module ``name`` (its package's files, vecsim's
+    and any outside the Python installation), as a kernel module's is taken."""
+    digest = _MODULE_DIGESTS.get(name)
+    if digest is None:
+        module = sys.modules[name]
+        digest = source_digest(pathlib.Path(module.__file__).read_text(), name.rpartition(".")[0],
+                               own=(name.partition(".")[0], "vecsim"))
+        _MODULE_DIGESTS[name] = digest
+    return digest
+
+
 log = logging.getLogger("vecsim")
 _DAMAGE_NOTED = threading.Event()
 
@@ -193,14 +216,23 @@ def guard_cache(dispatcher, stamp_reach: bool = False) -> None:
     The reach's digest joins the index's source stamp (the defining file's time and size)
     on first use, when the module has finished importing. Where this Numba's cache lacks the
     private members used here, the dispatcher keeps Numba's own loading.
+
+    Entries are saved one process at a time, each data file before the index that names it
+    (``_save_entry``): Numba numbers a function's data files by the entries its index holds,
+    so two processes saving two signatures of one function at once could both write
+    ``.1.nbc`` and leave one signature's index entry naming the other's machine code, and a
+    reader between Numba's index write and its data write could load an older version's file.
     """
     cache = getattr(dispatcher, "_cache", None)
     load = getattr(cache, "_load_overload", None)
     save = getattr(cache, "_save_overload", None)
     guard = getattr(cache, "_guard_against_spurious_io_errors", None)
     cache_file = getattr(cache, "_cache_file", None)
-    if load is None or save is None or guard is None or not hasattr(cache_file, "_index_path"):
+    if load is None or save is None or guard is None or not all(
+            hasattr(cache_file, name) for name in ("_index_path", "_cache_path", "_load_index", "_save_index", "_save_data",
+                                                   "_data_name", "save")):
         return
+    cache_file.save = lambda key, data: _save_entry(cache_file, key, data)
     from numba.core.runtime import nrt
 
     stamped = threading.Event()
@@ -208,8 +240,7 @@ def guard_cache(dispatcher, stamp_reach: bool = False) -> None:
     def stamp():
         if stamp_reach and not stamped.is_set():
             stamped.set()
-            module = sys.modules[dispatcher.py_func.__module__]
-            digest = source_digest(pathlib.Path(module.__file__).read_text(), module.__name__.rpartition(".")[0])
+            digest = _module_digest(dispatcher.py_func.__module__)
             cache_file._source_stamp = (cache_file._source_stamp, digest)
 
     def load_overload(sig, target_context):
@@ -232,6 +263,35 @@ def guard_cache(dispatcher, stamp_reach: bool = False) -> None:
 
     cache.load_overload = load_overload
     cache.save_overload = save_overload
+
+
+@contextlib.contextmanager
+def _saving_in(folder: str):
+    """Hold the lock of Numba's cache folder ``folder`` against other processes' saves
+    (where ``fcntl`` exists: not on Windows)."""
+    if fcntl is None:
+        yield
+        return
+    with open(os.path.join(folder, ".vecsim-save.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _save_entry(cache_file, key, data) -> None:
+    """Numba's ``IndexDataCacheFile.save`` under the folder's lock, the data file written
+    before the index entry that names it (see ``guard_cache``)."""
+    with _saving_in(cache_file._cache_path):
+        overloads = cache_file._load_index()
+        name = overloads.get(key)
+        if name is None:
+            taken = set(overloads.values())
+            name = next(cache_file._data_name(k) for k in itertools.count(1) if cache_file._data_name(k) not in taken)
+        cache_file._save_data(name, data)
+        overloads[key] = name
+        cache_file._save_index(overloads)
 
 
 def _discard_damaged_entry(dispatcher, index_path: str, error: BaseException) -> None:

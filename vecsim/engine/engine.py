@@ -470,7 +470,7 @@ class Engine:
     def _load_kernels(self, parallel) -> None:
         """The generated kernels for this batch, their address tables, and the serial or
         parallel choice."""
-        game, n, P = self.game, self.num_envs, self._P
+        game, P = self.game, self._P
         state = tuple(self.state)
         # The step and reset kernels take what changes between calls (mode, max_steps and the
         # actions; the mask's words and the seed mode) and rebuild every other array, the
