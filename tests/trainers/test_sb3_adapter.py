@@ -16,6 +16,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack, VecMonitor, VecNormalize
 
+from learning import torch_threads
 from readme import run_readme_snippet
 from vecsim.trainers.sb3 import SB3VecEnv
 
@@ -246,20 +247,22 @@ def test_sb3_algorithms_learn_a_few_updates():
     test_learning_sb3.py; MaskablePPO on Tetris, whose default invalid_action="raise" would
     raise at an illegal move, in the README's snippet below)."""
     cart = SB3VecEnv("vecsim/CartPole-v1", 8, seed=0)
-    PPO("MlpPolicy", cart, n_steps=32, batch_size=64, seed=0, device="cpu").learn(512)
-    A2C("MlpPolicy", cart, seed=0, device="cpu").learn(512)
-    DQN("MlpPolicy", SB3VecEnv("vecsim/CartPole-v1", 4, seed=0), learning_starts=64, seed=0,
-        device="cpu").learn(256)
-    SAC("MlpPolicy", SB3VecEnv("vecsim/Pendulum-v1", 2, seed=0), learning_starts=64, seed=0,
-        device="cpu").learn(200)
-    returns, _ = evaluate_policy(PPO("MlpPolicy", cart, seed=0, device="cpu"), cart, n_eval_episodes=8,
-                                 return_episode_rewards=True)
+    with torch_threads(1):  # beside another worker, torch's default two threads take several times longer
+        PPO("MlpPolicy", cart, n_steps=32, batch_size=64, seed=0, device="cpu").learn(512)
+        A2C("MlpPolicy", cart, seed=0, device="cpu").learn(512)
+        DQN("MlpPolicy", SB3VecEnv("vecsim/CartPole-v1", 4, seed=0), learning_starts=64, seed=0,
+            device="cpu").learn(256)
+        SAC("MlpPolicy", SB3VecEnv("vecsim/Pendulum-v1", 2, seed=0), learning_starts=64, seed=0,
+            device="cpu").learn(200)
+        returns, _ = evaluate_policy(PPO("MlpPolicy", cart, seed=0, device="cpu"), cart, n_eval_episodes=8,
+                                     return_episode_rewards=True)
     assert len(returns) == 8 and min(returns) >= 8  # episodes counted from the adapter's Monitor info
 
 
 @pytest.mark.slow
 def test_the_readmes_sb3_snippet_trains():
-    names = run_readme_snippet("sb3")
+    with torch_threads(1):  # the test's choice (a worker shares the machine); the snippet leaves torch's own
+        names = run_readme_snippet("sb3")
     model, tetris = names["model"], names["tetris"]
     assert names["model"].num_timesteps >= 4_096 and len(model.ep_info_buffer) > 0
     assert all(set(ep) >= {"r", "l", "lines"} for ep in model.ep_info_buffer)  # Monitor's, plus events
