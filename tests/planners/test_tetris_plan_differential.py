@@ -71,12 +71,11 @@ def _search_all(rows, gravity, kicks, simple, links):
             j = k * 7 + t
             if simple:
                 plan_simple(one, 0, t, gravity, kicks, 0, 0, cost, dist, queue, lp[:1], li[:1], kp[:1], ki[:1])
-            elif links:
-                plan(one, 0, t, gravity, kicks, 0, 0, cost, bits, ymm, lp[j:j + 1], li[j:j + 1], kp[j:j + 1],
-                     ki[j:j + 1])
+            elif links:  # the links sliced in both axes: the arrays of both calls are of one type, one compile
+                plan(one, 0, t, gravity, kicks, 0, 0, cost, bits, ymm, lp[j:j + 1, :N_POSES], li[j:j + 1, :N_POSES],
+                     kp[j:j + 1, :N_POSES], ki[j:j + 1, :N_POSES])
             else:
-                plan(one, 0, t, gravity, kicks, 0, 0, cost, bits, ymm, cost[:, :0], cost[:, :0], cost[:, :0],
-                     cost[:, :0])
+                plan(one, 0, t, gravity, kicks, 0, 0, cost, bits, ymm, lp[:1, :0], li[:1, :0], kp[:1, :0], ki[:1, :0])
             out[k, t] = cost[0]
     return out, lp, li, kp, ki
 
