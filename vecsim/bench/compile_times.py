@@ -1,7 +1,8 @@
 """Cold compile times, per game, mode, batch size and kernel (``vecsim kernels --compile-times``).
 
-Each case runs in a new interpreter with an empty kernel cache of its own (a temporary
-folder as ``VECSIM_CACHE_DIR``), as a new user's first run does: import vecsim, ``make`` the
+Each case runs in a new interpreter with empty caches of its own (a temporary folder as
+``VECSIM_CACHE_DIR``, and for Numba's cache of the games' functions ``NUMBA_CACHE_DIR``), as a
+new user's first run does: import vecsim, ``make`` the
 game in one of its modes at a batch size with ``parallel="auto"`` (the default), ``reset``
 and ``step`` once: that is the *first step*. The 16-env case then calls ``step_no_reset``,
 ``reset_envs`` and an ``EpisodeCollector`` of random actions, so that every kernel a user
@@ -70,8 +71,9 @@ def run_case(game_id: str, num_envs: int, params: dict, timeout: float = 900.0) 
     "records": [[kernel, seconds, longest function, its seconds], ...]}``. Raises
     ``RuntimeError`` with the interpreter's error output if it fails."""
     with tempfile.TemporaryDirectory(prefix="vecsim-cold-") as folder:
-        env = dict(os.environ, VECSIM_CACHE_DIR=folder, VECSIM_CALIBRATION="0")
-        env.pop("NUMBA_CACHE_DIR", None)  # else Numba keeps the machine code there, outside the empty folder
+        # Numba's own cache too (the games' functions are cached beside their sources otherwise).
+        env = dict(os.environ, VECSIM_CACHE_DIR=folder, NUMBA_CACHE_DIR=os.path.join(folder, "numba"),
+                   VECSIM_CALIBRATION="0")
         proc = subprocess.run([sys.executable, "-c", _CASE, game_id, str(num_envs), json.dumps(params)],
                               capture_output=True, text=True, env=env, timeout=timeout)
     if proc.returncode != 0:
