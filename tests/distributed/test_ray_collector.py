@@ -19,6 +19,8 @@ from ray_policies import DieOnce, Hang, jitted_lean_policy, lean_policy, lean_po
 from vecsim.collect.collector import EpisodeBatch, EpisodeCollector, PolicyError  # noqa: E402
 from vecsim.distributed import CollectorTimeout, RayEpisodeCollector  # noqa: E402
 
+pytestmark = pytest.mark.slow  # a local Ray cluster for the module: Ray's processes, actors killed and hung
+
 CARTPOLE = "CartPole-v1"
 K, SEED = 120, 7
 #: Three actors share the cluster's two CPUs.

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray")
+
+pytestmark = pytest.mark.slow  # a simulated cluster: Ray's processes, tens of seconds
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from ray_cluster import RUNTIME_ENV  # noqa: E402
