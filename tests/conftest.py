@@ -7,6 +7,7 @@ later processes), so module-scoped engines keep the suite fast on a small CI mac
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -42,8 +43,9 @@ def pytest_sessionstart(session):
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """Under pytest-xdist (the suite's default, ``-n auto --dist loadfile``), a test file runs on
-    one worker, so its module-scoped fixtures (engines, training runs) are made once; and the
-    Ray tests share one worker, as each of their files starts a local cluster."""
+    one worker, so its module-scoped fixtures (engines, training runs) are made once; the Ray
+    tests share one worker, as each of their files starts a local cluster; and each notebook's
+    tests go together, the notebooks spread over the workers (one trains for minutes)."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -51,7 +53,10 @@ def pytest_xdist_make_scheduler(config, log):
     class FileOrRayScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid):
             path = super()._split_scope(nodeid)
-            return "tests/distributed" if path.startswith("tests/distributed/") else path
+            if path.startswith("tests/distributed/"):
+                return "tests/distributed"
+            notebook = re.search(r"\[(\w+\.ipynb)\]$", nodeid)
+            return f"{path}[{notebook.group(1)}]" if path == "tests/test_notebooks.py" and notebook else path
 
     return FileOrRayScheduling(config, log)
 

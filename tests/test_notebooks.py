@@ -90,15 +90,24 @@ def test_committed_figures_are_the_page_figures():
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    """Each notebook mapped to the figures render.py wrote for it, or to its error."""
+    """``rendered(path)``: the figures render.py wrote for the notebook at ``path``, or its
+    error; each notebook runs once, when a test first asks for it (tests/conftest.py puts a
+    notebook's tests on one worker, and the notebooks on several)."""
     out = tmp_path_factory.mktemp("figures")
-    return render.render_all(NOTEBOOKS, out)
+    done = {}
+
+    def result(path):
+        if path not in done:
+            done.update(render.render_all([path], out))
+        return done[path]
+
+    return result
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path, rendered):
-    result = rendered[path]
+    result = rendered(path)
     if isinstance(result, Exception):
         pytest.fail(f"{path.name} failed:\n{result}", pytrace=False)
 
@@ -106,7 +115,7 @@ def test_notebook_runs(path, rendered):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_gives_the_page_figures(path, rendered):
-    result = rendered[path]
+    result = rendered(path)
     if isinstance(result, Exception):
         pytest.skip(f"{path.name} failed (test_notebook_runs)")
     assert [p.name for p in result] == figures_of(path)
