@@ -196,6 +196,9 @@ def _module_digest(name: str) -> str:
     return digest
 
 
+#: What ``guard_cache`` uses of Numba's ``IndexDataCacheFile``; a Numba without one keeps its own cache.
+_CACHE_FILE_MEMBERS = ("_index_path", "_cache_path", "_load_index", "_save_index", "_save_data", "_data_name", "save")
+
 log = logging.getLogger("vecsim")
 _DAMAGE_NOTED = threading.Event()
 
@@ -228,9 +231,7 @@ def guard_cache(dispatcher, stamp_reach: bool = False) -> None:
     save = getattr(cache, "_save_overload", None)
     guard = getattr(cache, "_guard_against_spurious_io_errors", None)
     cache_file = getattr(cache, "_cache_file", None)
-    if load is None or save is None or guard is None or not all(
-            hasattr(cache_file, name) for name in ("_index_path", "_cache_path", "_load_index", "_save_index", "_save_data",
-                                                   "_data_name", "save")):
+    if load is None or save is None or guard is None or not all(hasattr(cache_file, m) for m in _CACHE_FILE_MEMBERS):
         return
     cache_file.save = lambda key, data: _save_entry(cache_file, key, data)
     from numba.core.runtime import nrt
