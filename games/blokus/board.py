@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from vecsim.games.blokus import rules
-from vecsim.games.blokus.pieces import N_ORIENT, action_parts
+from vecsim.games.blokus.pieces import MAX_CELLS, N_ORIENT, N_ROW_PATTERNS, action_parts
 
 #: variant -> (board size S, start cell of each seat in seat order, 0-based (row, col)).
 #: Classic: the four corners clockwise from the top-left; Duo: the official 5-5 and 10-10 points.
@@ -34,6 +34,8 @@ class BoardState(NamedTuple):
     start: np.ndarray  # (N, P, 2) int64: each seat's start cell (row, col)
     forbid: np.ndarray  # (N, S) int64 scratch: cells the seat being generated may not cover
     corner: np.ndarray  # (N, S) int64 scratch: its free diagonal (or start) cells
+    forbid_spread: np.ndarray  # (N, N_ROW_PATTERNS, S + 4) int64 scratch: forbid spread by piece-row patterns
+    corner_spread: np.ndarray  # (N, N_ROW_PATTERNS, S + 4) int64 scratch: corner the same way
 
 
 def new_boards(num_envs: int, variant: str = "classic") -> BoardState:
@@ -57,6 +59,8 @@ def new_boards(num_envs: int, variant: str = "classic") -> BoardState:
         start=np.broadcast_to(np.array(starts, np.int64), (n, p, 2)).copy(),
         forbid=np.zeros((n, size), np.int64),
         corner=np.zeros((n, size), np.int64),
+        forbid_spread=np.zeros((n, N_ROW_PATTERNS, size + MAX_CELLS - 1), np.int64),
+        corner_spread=np.zeros((n, N_ROW_PATTERNS, size + MAX_CELLS - 1), np.int64),
     )
     for i in range(n):
         rules.clear_board(b, i)

@@ -18,7 +18,7 @@ from vecsim.core.bits import ctz
 from vecsim.core.rng import randint
 from vecsim.games.blokus import rules
 from vecsim.games.blokus.board import VARIANTS
-from vecsim.games.blokus.pieces import N_ORIENT, N_PIECES, ORIENT_SIZE
+from vecsim.games.blokus.pieces import MAX_CELLS, N_ORIENT, N_PIECES, N_ROW_PATTERNS, ORIENT_SIZE
 
 #: What an id module (``classic.py``, ``duo.py``) takes from here with ``import *``.
 __all__ = [
@@ -59,6 +59,8 @@ class State(NamedTuple):
     start: np.ndarray  # (N, P, 2) int64: each seat's start cell
     forbid: np.ndarray  # (N, S) int64 scratch of the move generator
     corner: np.ndarray  # (N, S) int64 scratch of the move generator
+    forbid_spread: np.ndarray  # (N, N_ROW_PATTERNS, S + 4) int64 scratch of the move generator
+    corner_spread: np.ndarray  # (N, N_ROW_PATTERNS, S + 4) int64 scratch of the move generator
     # The env's own fields.
     acting_seat: np.ndarray  # (N,) int64: whose turn it is (always 0 in single mode)
     seat_rewards: np.ndarray  # (N, P): each seat's score change over the last step
@@ -94,6 +96,8 @@ def _allocate_state(num_envs: int, float_dtype, params, seats: int, size: int) -
         out=placed.zeros((n, seats), np.bool_), to_move=placed.zeros(n, np.int64),
         game_over=placed.zeros(n, np.bool_), start=np.broadcast_to(starts, (n, seats, 2)).copy(),
         forbid=placed.zeros((n, size), np.int64), corner=placed.zeros((n, size), np.int64),
+        forbid_spread=placed.zeros((n, N_ROW_PATTERNS, size + MAX_CELLS - 1), np.int64),
+        corner_spread=placed.zeros((n, N_ROW_PATTERNS, size + MAX_CELLS - 1), np.int64),
         acting_seat=placed.zeros(n, np.int64), seat_rewards=placed.zeros((n, seats), float_dtype),
         final_scores=placed.zeros((n, seats), np.int64), winner=placed.full(n, -1, np.int64),
         legal_corners=placed.zeros((n, size), np.int64),

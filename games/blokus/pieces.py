@@ -161,6 +161,11 @@ def _row_masks():
 
 #: (91, 5) bit dx of ORIENT_ROWS[o, dy] is set when (dy, dx) is a cell of orientation o.
 ORIENT_ROWS = _row_masks()
+#: (13,) the distinct values of ORIENT_ROWS (a piece row's columns), 0 (no cell) first.
+ROW_PATTERNS = np.unique(ORIENT_ROWS)
+N_ROW_PATTERNS = len(ROW_PATTERNS)
+#: (91, 5) ORIENT_ROWS[o, dy] as its index in ROW_PATTERNS.
+ORIENT_ROW_PATTERN = np.searchsorted(ROW_PATTERNS, ORIENT_ROWS)
 
 
 def action_index(o: int, row: int, col: int, size: int) -> int:

@@ -20,7 +20,9 @@ minus ``(dy, dx)``; so, for a whole row ``r`` of anchors at once, ``A = OR_k cor
 >> dx_k`` are the anchors that touch a corner and ``F = OR_k forbid[r + dy_k] >> dx_k`` those
 that cover a forbidden cell: ``A & ~F`` are the legal anchors of row ``r``, each once. Only
 rows within the piece's height above a row holding a corner cell are visited, and only the
-orientations of pieces the seat still holds.
+orientations of pieces the seat still holds. The 91 orientations' rows take only 13 column
+patterns (``pieces.ROW_PATTERNS``), so the full generator first spreads each board row by each
+pattern (``_spread``): ``A`` and ``F`` are then an OR of one word per piece row.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ import numpy as np
 from vecsim.core.bits import ctz, popcount
 from vecsim.core.jit import exact
 from vecsim.games.blokus.pieces import (
-    MAX_CELLS, MONOMINO, N_PIECES, ORIENT_CELLS, ORIENT_H, ORIENT_PIECE, ORIENT_SIZE, PIECE_FIRST,
-    PIECE_SIZE,
+    MAX_CELLS, MONOMINO, N_PIECES, N_ROW_PATTERNS, ORIENT_CELLS, ORIENT_H, ORIENT_PIECE, ORIENT_ROW_PATTERN,
+    ORIENT_SIZE, PIECE_FIRST, PIECE_SIZE, ROW_PATTERNS,
 )
 
 ALL_PIECES = (1 << N_PIECES) - 1
@@ -95,6 +97,27 @@ def write_corner_rows(s, i, p, out):
         out[i, r] = s.corner[i, r]
 
 
+@exact
+def _spread(s, i):
+    """Fill env ``i``'s spread rows from its forbidden and corner rows: for each piece-row
+    pattern ``j`` (``ROW_PATTERNS``), ``forbid_spread[i, j, r]`` is the OR of ``forbid[i, r] >>
+    dx`` over the columns ``dx`` of the pattern (the anchors of row ``r`` that such a piece row
+    blocks), and ``corner_spread`` the same of ``corner``. Pattern 0 (no cell) and the rows
+    past the board stay zero."""
+    size = s.forbid.shape[1]
+    for j in range(1, N_ROW_PATTERNS):
+        for r in range(size):
+            s.forbid_spread[i, j, r] = 0
+            s.corner_spread[i, j, r] = 0
+        bits = ROW_PATTERNS[j]
+        while bits != 0:
+            dx = ctz(bits)
+            bits &= bits - 1
+            for r in range(size):
+                s.forbid_spread[i, j, r] |= s.forbid[i, r] >> dx
+                s.corner_spread[i, j, r] |= s.corner[i, r] >> dx
+
+
 @exact(inline="always")
 def _anchor_rows(corner_rows, o, size):
     """Rows where an anchor of orientation ``o`` could put a cell on a corner cell."""
@@ -118,6 +141,19 @@ def _legal_anchors(s, i, o, r):
     return touch & ~blocked
 
 
+@exact(inline="always")
+def _legal_anchors_spread(s, i, o, r):
+    """``_legal_anchors`` from the spread rows (``_spread``): a load per piece row, not a
+    load and a shift per cell."""
+    touch = np.int64(0)
+    blocked = np.int64(0)
+    for dy in range(MAX_CELLS):
+        j = ORIENT_ROW_PATTERN[o, dy]
+        touch |= s.corner_spread[i, j, r + dy]
+        blocked |= s.forbid_spread[i, j, r + dy]
+    return touch & ~blocked
+
+
 # What _generate does with each legal placement besides counting it.
 COUNT, SET_BOOL, SET_BIT = 0, 1, 2
 
@@ -131,6 +167,7 @@ def _generate(s, i, p, mask, write):
     corner_rows = _prepare(s, i, p)
     if corner_rows == 0:
         return 0
+    _spread(s, i)
     n = 0
     left = s.pieces_left[i, p]
     while left != 0:
@@ -141,7 +178,7 @@ def _generate(s, i, p, mask, write):
             while rows != 0:
                 r = ctz(rows)
                 rows &= rows - 1
-                legal = _legal_anchors(s, i, o, r)
+                legal = _legal_anchors_spread(s, i, o, r)
                 n += popcount(legal)
                 base = (o * size + r) * size
                 if write == SET_BOOL:
