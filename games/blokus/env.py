@@ -22,7 +22,8 @@ from vecsim.games.blokus.pieces import MAX_CELLS, N_ORIENT, N_PIECES, N_ROW_PATT
 
 #: What an id module (``classic.py``, ``duo.py``) takes from here with ``import *``.
 __all__ = [
-    "CALLABLE_OPPONENT", "CHOICES", "EVENTS", "KERNEL_HINTS", "PHYSICAL_STATE", "STRUCTURAL", "Params", "State", "check_params", "enforce_mask", "info_fields",
+    "CALLABLE_OPPONENT", "CHOICES", "EVENTS", "KERNEL_HINTS", "PHYSICAL_STATE", "STRUCTURAL", "Params", "State",
+    "action_legal", "check_params", "enforce_mask", "info_fields",
     "prepare_params", "reset_env", "step_env", "write_mask", "write_mask_packed", "all_legal_packed", "write_obs", "render_rgb", "render_text",
 ]
 SELFPLAY, SINGLE = 0, 1
@@ -138,6 +139,16 @@ def info_fields(p) -> dict:
 def enforce_mask(p, i):
     """An action outside the acting seat's legal moves is never played."""
     return True
+
+
+@exact
+def action_legal(s, p, i, a):
+    """Whether action ``a`` (in range) is one of the legal moves ``write_mask`` sets: asked of
+    the board, so the kernels never read a mask back."""
+    if s.game_over[i]:
+        return False
+    size = s.rows.shape[2]
+    return rules.is_legal(s, i, s.to_move[i], a // (size * size), (a // size) % size, a % size)
 
 
 @exact

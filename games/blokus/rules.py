@@ -33,7 +33,7 @@ from vecsim.core.bits import ctz, popcount
 from vecsim.core.jit import exact
 from vecsim.games.blokus.pieces import (
     MAX_CELLS, MONOMINO, N_PIECES, N_ROW_PATTERNS, ORIENT_CELLS, ORIENT_H, ORIENT_PIECE, ORIENT_ROW_PATTERN,
-    ORIENT_SIZE, PIECE_FIRST, PIECE_SIZE, ROW_PATTERNS,
+    ORIENT_ROWS, ORIENT_SIZE, PIECE_FIRST, PIECE_SIZE, ROW_PATTERNS,
 )
 
 ALL_PIECES = (1 << N_PIECES) - 1
@@ -58,28 +58,37 @@ def clear_board(s, i):
     s.game_over[i] = False
 
 
+@exact(inline="always")
+def _row_rule(s, i, p, r, first):
+    """``(forbid, diag)`` of board row ``r`` for seat ``p``: the cells it may not cover (any
+    seat's square, or one edge-adjacent to its own; bits past the board not included) and the
+    cells diagonal to its squares (before its first piece: its start cell)."""
+    size = s.rows.shape[2]
+    occ = np.int64(0)
+    for q in range(s.rows.shape[1]):
+        occ |= s.rows[i, q, r]
+    own = s.rows[i, p, r]
+    up = s.rows[i, p, r - 1] if r > 0 else np.int64(0)
+    down = s.rows[i, p, r + 1] if r < size - 1 else np.int64(0)
+    forbid = occ | (own << 1) | (own >> 1) | up | down
+    if first:
+        return forbid, (np.int64(1) << s.start[i, p, 1]) if r == s.start[i, p, 0] else np.int64(0)
+    side = up | down
+    return forbid, (side << 1) | (side >> 1)
+
+
 @exact
 def _prepare(s, i, p):
     """Write seat ``p``'s forbidden and corner rows into env ``i``'s scratch.
 
     Returns a bitmask of the board rows that hold at least one corner cell (0: no move)."""
-    n_seats, size = s.rows.shape[1], s.rows.shape[2]
+    size = s.rows.shape[2]
     full = (np.int64(1) << size) - 1
     first = s.pieces_left[i, p] == ALL_PIECES
     corner_rows = np.int64(0)
     for r in range(size):
-        occ = np.int64(0)
-        for q in range(n_seats):
-            occ |= s.rows[i, q, r]
-        own = s.rows[i, p, r]
-        up = s.rows[i, p, r - 1] if r > 0 else np.int64(0)
-        down = s.rows[i, p, r + 1] if r < size - 1 else np.int64(0)
-        forbid = occ | (own << 1) | (own >> 1) | up | down | ~full
-        if first:
-            diag = (np.int64(1) << s.start[i, p, 1]) if r == s.start[i, p, 0] else np.int64(0)
-        else:
-            side = up | down
-            diag = (side << 1) | (side >> 1)
+        forbid, diag = _row_rule(s, i, p, r, first)
+        forbid |= ~full
         corner = diag & ~forbid
         s.forbid[i, r] = forbid
         s.corner[i, r] = corner
@@ -249,15 +258,26 @@ def any_legal_move(s, i, p):
 
 @exact
 def is_legal(s, i, p, o, r, c):
-    """Whether seat ``p`` may place orientation ``o`` anchored at ``(r, c)``."""
+    """Whether seat ``p`` may place orientation ``o`` anchored at ``(r, c)``: the same answer as
+    the generator's, from the board rows the piece covers and their neighbours only."""
     size = s.rows.shape[2]
     if o < 0 or o >= ORIENT_PIECE.shape[0] or r < 0 or c < 0 or r + ORIENT_H[o] > size or c >= size:
         return False
-    if (s.pieces_left[i, p] >> ORIENT_PIECE[o]) & 1 == 0:
+    left = s.pieces_left[i, p]
+    if (left >> ORIENT_PIECE[o]) & 1 == 0:
         return False
-    if _prepare(s, i, p) == 0:
-        return False
-    return (_legal_anchors(s, i, o, r) >> c) & 1 == 1
+    first = left == ALL_PIECES
+    touches = False
+    for dy in range(ORIENT_H[o]):
+        y = r + dy
+        cover = ORIENT_ROWS[o, dy] << c
+        if cover >> size != 0:  # past the right edge
+            return False
+        forbid, diag = _row_rule(s, i, p, y, first)
+        if cover & forbid != 0:
+            return False
+        touches |= cover & diag != 0
+    return touches
 
 
 @exact

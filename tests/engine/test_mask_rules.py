@@ -190,3 +190,10 @@ def test_a_mask_over_continuous_actions_is_refused(monkeypatch):
             vecsim.make(game_id, 2)
     finally:
         vecsim.unregister(game_id)
+
+
+def test_fresh_masks_are_refused_where_the_kernels_read_the_mask_back(enforced):
+    eng = near_the_wall(enforced, "raise")
+    assert not eng.fresh_masks_ok
+    with pytest.raises(ValueError, match=r"step_mode_fresh\(masks=True\).*action_legal"):
+        eng.step_mode_fresh(NEXT_STEP, np.ones(N, np.int64), masks=True)

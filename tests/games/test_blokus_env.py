@@ -202,3 +202,50 @@ def test_maskable_ppo_learns_through_the_sb3_adapter_without_illegal_actions():
         assert masks[np.arange(4), action].all()
         obs, rewards, dones, infos = venv.step(action)
     venv.close()
+
+
+def test_a_copy_true_vector_env_hands_out_new_masks_the_kernel_wrote_itself():
+    # 16 envs: 582 KB of masks a step, which copy=True once copied; now the step kernel writes
+    # them into new arrays, equal step for step to what a copy=False twin shows.
+    envs = {copy: gym.make_vec(CLASSIC, num_envs=16, vectorization_mode="vector_entry_point", copy=copy)
+            for copy in (True, False)}
+    (_, fresh), (_, views) = envs[True].reset(seed=3), envs[False].reset(seed=3)
+    rng, handed_out, ended = np.random.default_rng(0), [], 0
+    for _ in range(90):  # past the first games' ends and resets
+        assert np.array_equal(fresh["action_mask"], views["action_mask"])
+        handed_out.append(fresh["action_mask"])
+        actions = np.array([rng.choice(np.flatnonzero(row)) for row in views["action_mask"]])
+        obs, reward, term, _, fresh = envs[True].step(actions)
+        obs2, reward2, term2, _, views = envs[False].step(actions)
+        assert all(np.array_equal(obs[k], obs2[k]) for k in obs2)
+        assert np.array_equal(reward, reward2) and np.array_equal(term, term2)
+        ended += int(term.sum())
+    assert ended > 0
+    assert not any(np.shares_memory(a, b) for a, b in zip(handed_out, handed_out[1:]))
+    assert not np.shares_memory(fresh["action_mask"], envs[True].unwrapped.engine.masks)
+    assert np.array_equal(envs[True].action_masks(), fresh["action_mask"])  # the engine's own catch up
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_writing_into_a_mask_it_was_handed_cannot_make_an_illegal_move_pass(copy):
+    # Blokus checks a move on the board (env.action_legal), not in the mask: with copy=False the
+    # caller's mask is the engine's own buffer, which once decided.
+    env = gym.make_vec(CLASSIC, num_envs=2, vectorization_mode="vector_entry_point", copy=copy)
+    _, info = env.reset(seed=0)
+    legal, illegal = (int(np.flatnonzero(info["action_mask"][0])[0]),
+                      int(np.flatnonzero(~info["action_mask"][1])[0]))
+    info["action_mask"][:] = True
+    with pytest.raises(ValueError, match=rf"actions\[1\] = {illegal} is not a legal action for env 1"):
+        env.step(np.array([legal, illegal]))
+
+
+def test_flagged_illegal_moves_are_judged_on_the_board_too():
+    eng = vecsim.make("Blokus-v0", 2, invalid_action="flag")
+    eng.reset(seed=0)
+    legal, illegal = int(np.flatnonzero(eng.masks[0])[0]), int(np.flatnonzero(~eng.masks[1])[0])
+    before = eng.state.rows.copy()
+    eng.masks[:] = True
+    eng.step(np.array([legal, illegal]))
+    flagged = eng.events[:, eng.event_names.index("invalid_action")]
+    assert flagged.tolist() == [0, 1]
+    assert np.array_equal(eng.state.rows[1], before[1]) and not np.array_equal(eng.state.rows[0], before[0])

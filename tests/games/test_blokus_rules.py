@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba import njit
 
 from vecsim.games import blokus
+from vecsim.games.blokus import rules
 from vecsim.games.blokus.pieces import (
     N_ORIENT, ORIENT_CELLS, ORIENT_H, ORIENT_PIECE, ORIENT_SIZE, ORIENT_W, PIECE_FIRST, PIECE_NAMES, PIECE_SIZE,
     action_index, action_parts,
@@ -225,3 +227,33 @@ def test_bad_input_is_refused_with_a_message_naming_it():
         blokus.play(b, 1, 0)
     with pytest.raises(ValueError, match="cells must"):
         blokus.set_position(b, 0, np.full((14, 14), 3))
+
+
+@njit
+def _is_legal_disagreements(b, i, p, mask):
+    """Actions where ``rules.is_legal`` and the generator's mask ``mask`` of seat ``p`` differ."""
+    size = b.rows.shape[2]
+    bad = 0
+    for a in range(mask.shape[0]):
+        bad += rules.is_legal(b, i, p, a // (size * size), (a // size) % size, a % size) != mask[a]
+    return bad
+
+
+@pytest.mark.parametrize("variant", ["classic", "duo"])
+def test_is_legal_agrees_with_the_generator_on_every_action_of_random_games(variant):
+    # The engine checks a Blokus action with is_legal (env.action_legal), never reading the mask
+    # back: the two must agree everywhere, for every seat, whoever is to move.
+    b = blokus.new_boards(1, variant)
+    mask = np.zeros(blokus.n_actions(b), np.bool_)
+    rng = np.random.default_rng(7)
+    checked = disagreements = 0
+    for _ in range(2):
+        rules.clear_board(b, 0)
+        while not b.game_over[0]:
+            for p in range(b.rows.shape[1]):
+                rules.write_legal_mask(b, 0, p, mask)
+                disagreements += _is_legal_disagreements(b, 0, p, mask)
+                checked += 1
+            rules.write_legal_mask(b, 0, b.to_move[0], mask)
+            rules.play(b, 0, int(rng.choice(np.flatnonzero(mask))))
+    assert checked > 40 and disagreements == 0

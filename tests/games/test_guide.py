@@ -297,6 +297,7 @@ def test_unregister_removes_the_gymnasium_id_too(walk_id):
     ("PHYSICAL_STATE", ("nowhere",), r"PHYSICAL_STATE names \['nowhere'\], which are not State fields"),
     ("SCRATCH_STATE", ("nowhere",), r"SCRATCH_STATE names \['nowhere'\], which are not State fields"),
     ("enforce_mask", vecsim.core.jit.exact(lambda p, i: True), "declares enforce_mask but no write_mask"),
+    ("action_legal", vecsim.core.jit.exact(lambda s, p, i, a: True), "declares action_legal but no enforce_mask"),
 ])
 def test_malformed_optional_names_are_refused_naming_them(registered, monkeypatch, name, value, message):
     broken = copy_of_minimal_game("malformed_game")

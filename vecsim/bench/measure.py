@@ -120,7 +120,9 @@ class LegalActions:
     Parameters
     ----------
     masks : ndarray of bool, shape (num_envs, n_actions)
-        The live mask buffer (``Engine.masks``), read at every call.
+        The live mask buffer (``Engine.masks``), read at every call that passes no masks of
+        its own (a ``VectorEnv`` step's ``info["action_mask"]``, which a ``copy=True`` step may
+        write into new arrays rather than into the engine's buffer).
     count : int
         Key batches drawn ahead.
     seed : int
@@ -136,10 +138,10 @@ class LegalActions:
         self._product = np.empty((n, a), dtype=np.uint8)
         self._next = 0
 
-    def __call__(self) -> np.ndarray:
+    def __call__(self, masks: np.ndarray | None = None) -> np.ndarray:
         keys = self.keys[self._next]
         self._next = (self._next + 1) % len(self.keys)
-        np.multiply(keys, self._mask_bytes, out=self._product)
+        np.multiply(keys, self._mask_bytes if masks is None else masks.view(np.uint8), out=self._product)
         self._product.argmax(axis=1, out=self.actions)
         return self.actions
 
@@ -162,13 +164,27 @@ def vecsim_step_runner(game_id: str, num_envs: int, precision: str = "float64", 
 
     env = gymnasium.make_vec(full_id(game_id), num_envs, vectorization_mode="vector_entry_point",
                              precision=precision, copy=copy)
-    env.reset(seed=seed)
+    _, info = env.reset(seed=seed)
     masks = _masks_of(env.unwrapped.engine)
     if masks is not None:
-        choose = LegalActions(masks, seed=seed)
-        return Runner(VECSIM_STEP, game_id, num_envs, lambda: env.step(choose()), env.close)
+        return Runner(VECSIM_STEP, game_id, num_envs, masked_stepper(env, info, LegalActions(masks, seed=seed)),
+                      env.close)
     actions = itertools.cycle(action_batches(env.single_action_space, num_envs, seed=seed))
     return Runner(VECSIM_STEP, game_id, num_envs, lambda: env.step(next(actions)), env.close)
+
+
+def masked_stepper(env, info: dict, choose: LegalActions) -> Callable[[], tuple]:
+    """``env.step`` of a ``VectorEnv`` with action masks on legal actions chosen from the last
+    step's (or ``reset``'s ``info``'s) ``info["action_mask"]``: the step's own masks, which
+    ``copy=True`` may have written into new arrays rather than into the engine's buffer."""
+    last = [info["action_mask"]]
+
+    def step():
+        out = env.step(choose(last[0]))
+        last[0] = out[4]["action_mask"]
+        return out
+
+    return step
 
 
 def engine_actions(engine, seed: int = 0) -> Callable[[], object]:

@@ -70,15 +70,18 @@ def _run_game(game_id: str, num_envs: int, seconds: float, n_frames: int):
 
     env = gymnasium.make_vec(game_id, num_envs, vectorization_mode="vector_entry_point")
     try:
-        env.reset(seed=0)
+        _, info = env.reset(seed=0)
         engine = env.unwrapped.engine
         if engine.n_mask:  # a masked game: legal actions only
-            choose = bench.LegalActions(engine.masks)
+            env_step = bench.masked_stepper(env, info, bench.LegalActions(engine.masks))
         else:
-            batches = bench.action_batches(env.single_action_space, num_envs)
-            choose = itertools.cycle(batches).__next__
+            batches = itertools.cycle(bench.action_batches(env.single_action_space, num_envs))
+
+            def env_step():
+                return env.step(next(batches))
+
         def step():
-            _, rewards, terminations, truncations, _ = env.step(choose())
+            _, rewards, terminations, truncations, _ = env_step()
             return rewards, terminations | truncations
 
         frames = _frames_after(step, engine, num_envs, n_frames)

@@ -190,6 +190,13 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
                 part = re.sub(rf"# (\w+) = FIRST VIEW OF {table} OVERLAPPING \w+", r"\1 = -1", part)
         variants.append(part)
     text = _render_telemetry(head + "".join(variants) + tail, telemetry)
+    # The mask checks pass the State to a game's action_legal only (vecsim.engine.fusion.action_allowed_for).
+    if game.has("action_legal"):
+        text = re.sub(r"\bCHECK_STATE_ARGS\b", "STATE_ARGS", text)
+        text = re.sub(r"\bCHECK_STATE\b", "State(STATE_ARGS)", text)
+    else:
+        text = re.sub(r",\s*CHECK_STATE_ARGS\b", "", text)
+        text = re.sub(r"\bCHECK_STATE\b", "None", text)
     state_args = ", ".join(f"f_{name}" for name in fields)
     param_rows = ", ".join(f"P[{k}]" for k in range(n_params))
     text = re.sub(r"\bSTATE_ARGS\b", state_args, text)

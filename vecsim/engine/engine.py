@@ -501,6 +501,7 @@ class Engine:
         self._step_table = address_table(self._step_arrays)
         # step_mode_fresh's copy, whose first four rows point_outputs aims at new arrays.
         self._fresh_table = self._step_table.copy()
+        self._masks_row = self._step_names.index("masks")  # the row step_mode_fresh(masks=True) aims elsewhere
         # What the step kernels take: the tables' addresses (the arrays above keep them alive).
         self._step_table_at, self._fresh_table_at = self._step_table.ctypes.data, self._fresh_table.ctypes.data
         self._point_outputs = kernels.point_outputs
@@ -1049,19 +1050,32 @@ class Engine:
         observation goes to ``final_obs`` (``has_final`` set), the reward, flags and events stay."""
         self._kernels.reset_same_step(self._words_of(mask), self._step_table)
 
-    def step_mode_fresh(self, mode: int, actions):
+    @property
+    def fresh_masks_ok(self) -> bool:
+        """Whether ``step_mode_fresh(..., masks=True)`` may be used: ``fresh_outputs_ok``, and a
+        game whose binding mask the kernels check against the state (``action_legal``), never
+        reading the mask back."""
+        return self.fresh_outputs_ok and self.n_mask > 0 and self.game.has("action_legal")
+
+    def step_mode_fresh(self, mode: int, actions, masks: bool = False):
         """Run the step kernel in ``mode`` (``NEXT_STEP`` or ``SAME_STEP``) on ``actions``,
         writing this step's observations, rewards and flags into new arrays instead of the
-        engine's buffers; returns them as ``(obs, rewards, terminals, truncations)``.
+        engine's buffers; returns them as ``(obs, rewards, terminals, truncations)``, and with
+        ``masks`` (only where ``fresh_masks_ok``) the action masks too, as a fifth new array
+        in the engine's mask format (``engine.masks``' shape and dtype).
 
         For front ends that return new arrays each step (the VectorEnv with ``copy=True``): in
         these modes the kernel writes every env's outputs, so new uninitialised arrays come
         back whole, and the step needs no copies (at 4096 CartPole envs, copying the four
-        outputs took a tenth of a float64 step). Only where ``fresh_outputs_ok``. The engine's
-        own four buffers are left as they were: ``reset_envs`` and ``refresh`` bring them up to
-        date first (``_attach_outputs``), and ``step``, ``step_no_reset`` and ``reset`` rewrite
-        them whole.
+        outputs took a tenth of a float64 step; at 256 Blokus envs, copying the masks took a
+        third of the loop). Only where ``fresh_outputs_ok``. The engine's own buffers (and
+        ``masks``) are left as they were: ``reset_envs``, ``refresh``, ``action_masks`` and
+        ``packed_masks`` bring them up to date first (``_attach_outputs``), and ``step``,
+        ``step_no_reset`` and ``reset`` rewrite them whole.
         """
+        if masks and not self.fresh_masks_ok:
+            raise ValueError(f"step_mode_fresh(masks=True) needs fresh_outputs_ok and a game whose mask the kernels "
+                             f"never read back (action_legal); {self.game.name} has fresh_masks_ok=False")
         if mode not in (NEXT_STEP, SAME_STEP) or not self.fresh_outputs_ok:
             raise ValueError(f"step_mode_fresh needs NEXT_STEP or SAME_STEP mode and a game whose write_obs fills "
                              f"whole rows, without caller buffers (mode={mode}, fresh_outputs_ok={self.fresh_outputs_ok})")
@@ -1075,6 +1089,12 @@ class Engine:
         self._forget_done()
         table = self._fresh_table_at
         self._point_outputs(self._fresh_table, *out)
+        if masks:
+            new_masks = np.empty_like(self.masks)
+            self._fresh_table[self._masks_row, 0] = new_masks.ctypes.data
+            out += (new_masks,)
+        else:
+            self._fresh_table[self._masks_row, 0] = self._step_table[self._masks_row, 0]
         self._fast_step = self._fast_no_reset = None  # they would leave the outputs detached
         # The new arrays get whole observations, and the engine's own are a step behind after.
         self.state_written()
@@ -1096,12 +1116,18 @@ class Engine:
         before a call that rewrites only some envs."""
         if self._detached is None:
             return
-        _, rewards, terminals, truncations = self._detached
+        _, rewards, terminals, truncations = self._detached[:4]
         self._detached = None
         np.copyto(self.rewards, rewards)
         np.copyto(self.terminals, terminals)  # before observing: a terminated env's mask is all True
         np.copyto(self.truncations, truncations)
         self._observe_kernel(*self._observe_args)
+
+    def _attach_masks(self) -> None:
+        """After ``step_mode_fresh(..., masks=True)``: the engine's own masks brought up to date
+        (with its other outputs) before they are read."""
+        if self._detached is not None and len(self._detached) > 4:
+            self._attach_outputs()
 
     def kernel_source(self) -> str:
         """The Python source of this engine's kernel module, as ``vecsim.engine.codegen``
@@ -1125,6 +1151,7 @@ class Engine:
         """Legal-action masks, shape (num_envs, n_actions) bool (a view; with
         ``mask_format="packed"`` a new array unpacked from ``masks``)."""
         self.check_open()
+        self._attach_masks()
         if self.n_mask == 0:
             return np.ones((self.num_envs, getattr(self.single_action_space, "n", 0)), dtype=bool)
         if self.mask_format == "packed":
@@ -1142,6 +1169,7 @@ class Engine:
         overwrites (a view). Packed from the bool masks of the last step or reset; with
         ``mask_format="packed"``, ``masks`` itself (a view) or a copy of it in ``out``."""
         self.check_open()
+        self._attach_masks()
         n_actions = getattr(self.single_action_space, "n", 0)
         if out is not None:
             out = check_packed_out(out, self.num_envs, n_actions)

@@ -16,7 +16,7 @@ from vecsim.engine.game import PACKED_MASK_FN, contract_function
 from vecsim.engine.packed_masks import mask_allows
 
 _FUSED: dict = {}
-_FUSED_LOCK = threading.Lock()
+_FUSED_LOCK = threading.RLock()  # reentrant: a factory here may call another (_refusal, action_allowed_for)
 
 
 def _named_for(key: tuple):
@@ -101,6 +101,29 @@ def all_legal_for(game_module, mask_name: str):
     return _all_legal_bool
 
 
+@njit(**dict(EXACT_OPTIONS, inline="always"))
+def _allowed_by_mask(s, p, i, masks, a):
+    return mask_allows(masks, i, a)
+
+
+def action_allowed_for(game_module):
+    """The njit function ``f(s, p, i, masks, a) -> bool`` that the checks of a binding mask
+    call: the game's ``action_legal(s, p, i, a)`` where it declares one (env ``i``'s state
+    decides, and the mask is an output the kernels never read back), else whether row ``i``
+    of ``masks`` allows ``a`` (``mask_allows``; ``s`` unused)."""
+    legal = getattr(game_module, "action_legal", None)
+    if legal is None:
+        return _allowed_by_mask
+    key = (game_module.__name__, "action_legal")
+    with _FUSED_LOCK:
+        if key not in _FUSED:
+            def allowed(s, p, i, masks, a):
+                return legal(s, p, i, a)
+
+            _FUSED[key] = njit(**dict(EXACT_OPTIONS, inline="always"))(_named_for(key)(allowed))
+        return _FUSED[key]
+
+
 def _has_mask(game_module, mask_name: str) -> bool:
     return contract_function(game_module, mask_name) is not no_mask
 
@@ -113,17 +136,19 @@ def _never_refused(s, p, i, actions, events, masks):
 def _refusal(game_module, opts: dict):
     """For ``invalid_action="flag"``: the njit function ``f(s, p, i, actions, events, masks) ->
     bool``, whether env ``i``'s action lies outside its binding mask (the game's
-    ``enforce_mask``). Then the env is not stepped: its events are zero but for the engine's
-    ``invalid_action`` column (after the game's own), which is 1, and the game's ``refuse_env``
-    marks the step's outputs it keeps in the state; else that column is 0."""
+    ``enforce_mask``; the test of ``action_allowed_for``). Then the env is not stepped: its
+    events are zero but for the engine's ``invalid_action`` column (after the game's own),
+    which is 1, and the game's ``refuse_env`` marks the step's outputs it keeps in the state;
+    else that column is 0."""
     enforce = _inline_copy(game_module.enforce_mask, opts)
+    allowed = action_allowed_for(game_module)
     refuse_env = _inline_copy(contract_function(game_module, "refuse_env"), opts)
     n_events = len(getattr(game_module, "EVENTS", ()))
 
     @njit(**dict(opts, inline="always"))
     @_named_for((game_module.__name__,))
     def refused(s, p, i, actions, events, masks):
-        if enforce(p, i) and not mask_allows(masks, i, actions[i]):
+        if enforce(p, i) and not allowed(s, p, i, masks, actions[i]):
             for k in range(n_events):
                 events[i, k] = 0
             events[i, n_events] = 1

@@ -50,6 +50,13 @@ Optional, with the default this reader gives:
 ``enforce_mask(p, i)``         none: a mask is advisory; with it an action outside the mask is
                                refused before the step, or with ``invalid_action="flag"`` not
                                stepped and flagged in the engine's ``invalid_action`` event
+``action_legal(s, p, i, a)``   none: the binding mask's checks read the mask the last step
+                               wrote; with it (a game with ``enforce_mask``) they ask env
+                               ``i``'s state whether action ``a`` (already in range) is legal,
+                               the same answer as its mask, and the mask is an output only: the
+                               kernels may write it into new arrays (``Engine.step_mode_fresh``),
+                               and a caller writing into a mask it was handed cannot make an
+                               illegal action pass
 ``refuse_env(s, p, i)``        none: what such a refused step sets in env ``i``'s state (step
                                outputs the game keeps there, such as frames played: 0)
 ``prepare_params(given)``      none: named choices (``action_mode="reach"``) to numbers
@@ -341,7 +348,7 @@ KERNEL_PARAMETERS = {
     "step_env_fast": "s, p, i, actions, events, rng", "write_obs": "s, p, i, obs",
     "write_obs_changes": "s, p, i, obs", "write_mask": "s, p, i, masks", "write_mask_packed": "s, p, i, packed",
     "all_legal_packed": "s, p, i, packed", "action_ok": "p, actions, i", "enforce_mask": "p, i",
-    "refuse_env": "s, p, i", "pre_step_env": "s, p, i, actions", "pre_step_draft_env": "s, p, i, actions",
+    "action_legal": "s, p, i, a", "refuse_env": "s, p, i", "pre_step_env": "s, p, i, actions", "pre_step_draft_env": "s, p, i, actions",
     "pre_step_fix_env": "s, p, i, actions",
 }
 
@@ -443,6 +450,9 @@ def load_game(module) -> GameSpec:
         raise TypeError(f"{where}: SCRATCH_STATE names {unknown}, which are not State fields {list(fields)}")
     if hasattr(mod, "enforce_mask") and getattr(mod, "write_mask", no_mask) is no_mask:
         raise TypeError(f"{where} declares enforce_mask but no write_mask: a binding mask needs a mask")
+    if hasattr(mod, "action_legal") and not hasattr(mod, "enforce_mask"):
+        raise TypeError(f"{where} declares action_legal but no enforce_mask: action_legal answers the checks of "
+                        f"a binding mask")
     if hasattr(mod, "enforce_mask") and "invalid_action" in events:
         raise TypeError(f"{where}: the event name 'invalid_action' is the engine's for games with a binding mask "
                         f"(enforce_mask); name the game's events otherwise")

@@ -24,6 +24,9 @@ from vecsim.engine.registry import resolve
 # From this many envs a copy=True step lets the kernel write new output arrays rather than
 # copying its buffers: for smaller batches four small copies cost less than four allocations.
 FRESH_MIN_ENVS = 512
+# Or from this many bytes of action masks a step, where the kernels never read the masks back
+# (the game's action_legal): Blokus's 36 KB a row, copied, took a third of a 256-env loop.
+FRESH_MIN_MASK_BYTES = 64 * 1024
 
 _KERNEL_MODE = {AutoresetMode.NEXT_STEP: NEXT_STEP, AutoresetMode.SAME_STEP: SAME_STEP,
                 AutoresetMode.DISABLED: NO_RESET}
@@ -108,10 +111,12 @@ class VecsimVectorEnv(VectorEnv):
     copy : bool
         ``True`` (Gymnasium's default): arrays returned by ``step``/``reset`` are new and never
         overwritten later. ``False``: they are views into buffers the next call overwrites
-        (no allocation per step). With ``True``, from ``FRESH_MIN_ENVS`` envs on, NEXT_STEP and
-        SAME_STEP steps of a flat observation (Tetris's with ``flatten_obs=True``) have the
-        kernel write the returned arrays themselves rather than copy its buffers: the observation, reward and flag buffers of
-        ``self.engine`` then keep older values (its ``reset_envs`` and ``refresh`` catch up).
+        (no allocation per step). With ``True``, from ``FRESH_MIN_ENVS`` envs on (or
+        ``FRESH_MIN_MASK_BYTES`` of masks, for a game that checks actions against its state:
+        Blokus), NEXT_STEP steps (and SAME_STEP steps of a game with nothing in its info) have
+        the kernel write the returned arrays themselves rather than copy its buffers (the masks
+        too, for such a game): the observation, reward, flag and mask buffers of ``self.engine``
+        then keep older values (its ``reset_envs``, ``refresh`` and ``action_masks`` catch up).
     render_mode : {None, "rgb_array", "ansi"}
     flatten_obs : bool
         For games with a ``Dict`` observation: ``False`` (default) returns a dict of batched
@@ -181,11 +186,15 @@ class VecsimVectorEnv(VectorEnv):
         # SAME_STEP must report the terminal step's info as final_info: see _same_step_with_info.
         self._rich_info = self._has_mask or bool(self._events) or bool(self.engine.info_arrays)
         self._all_true = np.ones(self.num_envs, dtype=np.bool_)
-        # With copy=True, NEXT_STEP and SAME_STEP steps of a flat-observation game let the kernel
-        # write new arrays (Engine.step_mode_fresh) instead of copying the engine's buffers.
-        self._fresh = (self._flat_obs and self.engine.fresh_outputs_ok and self.num_envs >= FRESH_MIN_ENVS
-                       and self._kernel_mode in (NEXT_STEP, SAME_STEP)
-                       and not (self._kernel_mode == SAME_STEP and self._rich_info))
+        # With copy=True, NEXT_STEP and SAME_STEP steps let the kernel write new arrays
+        # (Engine.step_mode_fresh) instead of copying the engine's buffers; the masks too where
+        # the kernels never read them back and info["action_mask"] is the engine's own format.
+        fresh_mode = (self.engine.fresh_outputs_ok and self._kernel_mode in (NEXT_STEP, SAME_STEP)
+                      and not (self._kernel_mode == SAME_STEP and self._rich_info))
+        self._fresh_masks = (fresh_mode and self.engine.fresh_masks_ok
+                             and self._packed == (self.engine.mask_format == "packed"))
+        self._fresh = fresh_mode and (self.num_envs >= FRESH_MIN_ENVS
+                                      or (self._fresh_masks and self.engine.masks.nbytes >= FRESH_MIN_MASK_BYTES))
 
     # -- helpers -------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -198,15 +207,19 @@ class VecsimVectorEnv(VectorEnv):
             return split_obs(obs, self._obs_parts, self.copy)
         return obs.copy(order="K") if self.copy else obs  # "K": a plain memcpy of either layout
 
-    def _base_info(self) -> dict[str, Any]:
-        """Masks, events and the game's extra outputs; with ``copy=False`` views (and one shared
-        all-True ``_key`` array) that the next call overwrites."""
+    def _base_info(self, fresh_masks: np.ndarray | None = None) -> dict[str, Any]:
+        """Masks (``fresh_masks``: those a ``step_mode_fresh`` step wrote), events and the
+        game's extra outputs; with ``copy=False`` views (and one shared all-True ``_key`` array)
+        that the next call overwrites."""
         if not self._rich_info:
             return {}  # nothing to report (classic control): skip the loops below
         info: dict[str, Any] = {}
         eng = self.engine
         copy = self.copy
-        if self._packed and self._has_mask and eng.mask_format == "packed":
+        if fresh_masks is not None:
+            info["action_mask"] = fresh_masks
+            info["_action_mask"] = self._all_true.copy()
+        elif self._packed and self._has_mask and eng.mask_format == "packed":
             info["action_mask"] = eng.masks.copy() if copy else eng.masks
             info["_action_mask"] = self._all_true.copy() if copy else self._all_true
         elif self._packed and self._has_mask:
@@ -281,8 +294,11 @@ class VecsimVectorEnv(VectorEnv):
             eng.check_started()
         if self._fresh and self.copy:
             # The kernel writes the returned arrays themselves: no copies (see Engine.step_mode_fresh).
-            obs, rewards, terminals, truncations = eng.step_mode_fresh(self._kernel_mode, actions)
-            info = self._base_info()
+            out = eng.step_mode_fresh(self._kernel_mode, actions, masks=self._fresh_masks)
+            obs, rewards, terminals, truncations = out[:4]
+            info = self._base_info(out[4] if self._fresh_masks else None)
+            if not self._flat_obs:
+                obs = split_obs(obs, self._obs_parts)  # contiguous parts, as copy=True's always were
             if self._kernel_mode == SAME_STEP and eng.has_final.any():
                 self._add_final_obs(info)
             return obs, rewards, terminals, truncations, info

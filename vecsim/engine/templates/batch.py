@@ -55,9 +55,8 @@ from numba import njit, prange
 
 from vecsim.core.contract import box_finite, discrete_ok, no_mask
 from vecsim.core.jit import kernel_options
-from vecsim.engine.fusion import (all_legal_for, finish_step, pre_step_draft_run, reset_and_write, step_and_write,
-                                  step_run_and_write)
-from vecsim.engine.packed_masks import mask_allows
+from vecsim.engine.fusion import (action_allowed_for, all_legal_for, finish_step, pre_step_draft_run,
+                                  reset_and_write, step_and_write, step_run_and_write)
 from vecsim.engine.threads import parallel_threads
 from vecsim.engine.step_status import (ALIASED_ARRAY, BAD_ACTION, BAD_SHAPE, FINISHED_ENV, ILLEGAL_ACTION,
                                        NOT_CARRAY, OK, step_status)
@@ -89,6 +88,7 @@ _step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", F
 # signatures and compile it twice (see docs/numba-workarounds.md).
 _reset_and_write = reset_and_write(_game, "WRITE_MASK", "RESET_ENV")
 _all_legal = all_legal_for(_game, "WRITE_MASK")  # a terminated env's mask, bool or packed
+_action_allowed = action_allowed_for(_game)  # the binding mask's test: the game's action_legal, or the mask
 # The steps of a run of KernelHints.envs_per_call envs in one call (vecsim.engine.fusion.step_run_and_write).
 _step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID, TELEMETRY_ON)
 _draft_run = pre_step_draft_run(_game, "PRECISION")  # DRAFT RUN (kept for games with a pre_step_fix_env)
@@ -109,11 +109,12 @@ def point_outputs(step_table, obs, rewards, term, trunc):
 
 
 @njit(**OPTS_SERIAL)
-def _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, P):
+def _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, P, CHECK_STATE_ARGS):
     """The step kernels' first pass, before anything changes: every action well formed (and
     narrowed into ``acts32``), no finished env stepped in NO_RESET mode, no action outside a
     binding mask (unless ``invalid_action="flag"``); ``was_done`` = ``needs_reset``. Returns
-    ``(status, env index, number of envs due for reset)``."""
+    ``(status, env index, number of envs due for reset)``. The State arrays come only for a
+    game whose ``action_legal`` reads them (``CHECK_STATE``)."""
     n = needs_reset.shape[0]
     # Checks run serially: a parallel reduction would need NRT allocation (kernels have none),
     # and a counting loop without early exit vectorises anyway.
@@ -144,12 +145,13 @@ def _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, 
     # MASK CHECK BEGIN (kept only for games that declare enforce_mask)
     nillegal = 0
     for i in range(n):
-        p = Params(PARAM_ROWS)
-        nillegal += (not needs_reset[i]) and _game.enforce_mask(p, i) and not mask_allows(masks, i, actions[i])
+        s, p = CHECK_STATE, Params(PARAM_ROWS)
+        allowed = _action_allowed(s, p, i, masks, actions[i])
+        nillegal += (not needs_reset[i]) and _game.enforce_mask(p, i) and not allowed
     if nillegal > 0 and not FLAG_INVALID:  # "flag": the step loop skips and flags those envs
         for i in range(n):
-            p = Params(PARAM_ROWS)
-            if (not needs_reset[i]) and _game.enforce_mask(p, i) and not mask_allows(masks, i, actions[i]):
+            s, p = CHECK_STATE, Params(PARAM_ROWS)
+            if (not needs_reset[i]) and _game.enforce_mask(p, i) and not _action_allowed(s, p, i, masks, actions[i]):
                 return ILLEGAL_ACTION, i, 0
     # MASK CHECK END
     return OK, -1, nfinished
@@ -225,7 +227,8 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     n = elapsed.shape[0]
     needs_reset = needs_pad[:n]
     needs_u64 = needs_pad.view(np.uint64)
-    status, index, nfinished = _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, P)
+    status, index, nfinished = _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, P,
+                                           CHECK_STATE_ARGS)
     if status != OK:
         return step_status(status, index)
     was_u64 = was_done.view(np.uint64)
@@ -416,13 +419,13 @@ def step_envs(words, max_steps, actions, step_table):
             word &= word - _ONE
             if i >= n:
                 break
-            p = Params(PARAM_ROWS)
+            s, p = State(STATE_ARGS), Params(PARAM_ROWS)
             if not ACTION_OK(p, actions, i):
                 return BAD_ACTION, i
             if needs_reset[i]:
                 return FINISHED_ENV, i
             # MASK CHECK BEGIN (kept only for games that declare enforce_mask)
-            if not FLAG_INVALID and _game.enforce_mask(p, i) and not mask_allows(masks, i, actions[i]):
+            if not FLAG_INVALID and _game.enforce_mask(p, i) and not _action_allowed(s, p, i, masks, actions[i]):
                 return ILLEGAL_ACTION, i
             # MASK CHECK END
             acts32[i] = actions[i]  # NARROW ACTIONS (kept only for Discrete actions)
