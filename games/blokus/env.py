@@ -23,8 +23,9 @@ from vecsim.games.blokus.pieces import MAX_CELLS, N_ORIENT, N_PIECES, N_ROW_PATT
 #: What an id module (``classic.py``, ``duo.py``) takes from here with ``import *``.
 __all__ = [
     "CALLABLE_OPPONENT", "CHOICES", "EVENTS", "KERNEL_HINTS", "PHYSICAL_STATE", "STRUCTURAL", "Params", "State",
-    "action_legal", "check_params", "enforce_mask", "info_fields",
-    "prepare_params", "reset_env", "step_env", "write_mask", "write_mask_packed", "all_legal_packed", "write_obs", "render_rgb", "render_text",
+    "action_legal", "check_params", "enforce_mask", "info_fields", "kernel_functions",
+    "prepare_params", "reset_env", "step_env", "step_selfplay_env", "write_mask", "write_mask_packed",
+    "all_legal_packed", "write_obs", "render_rgb", "render_text",
 ]
 SELFPLAY, SINGLE = 0, 1
 RANDOM, GREEDY, CALLABLE = 0, 1, 2
@@ -210,24 +211,50 @@ def _opponent_action(s, p, i, q, rng):
     return np.int64(0)
 
 
+@exact(inline="always")
+def _rewards_before(s, i):
+    """Start a step: each seat's reward is its score change, so minus its score before."""
+    for q in range(s.rows.shape[1]):
+        s.seat_rewards[i, q] = -rules.score(s, i, q)
+
+
+@exact(inline="always")
+def _end_step(s, p, i, events, seat, placements, passes):
+    """End a step in which seat ``seat`` acted: the rewards, events and turn; returns the
+    acting seat's reward and whether the game is over."""
+    for q in range(s.rows.shape[1]):
+        s.seat_rewards[i, q] += rules.score(s, i, q)
+    events[i, EV_PLACEMENTS] = placements
+    events[i, EV_PASSES] = passes
+    _finish_turn(s, p, i)
+    return s.seat_rewards[i, seat], s.game_over[i]
+
+
 @exact
 def step_env(s, p, i, actions, events, rng):
-    seats = s.rows.shape[1]
     seat = s.to_move[i]
-    for q in range(seats):
-        s.seat_rewards[i, q] = -rules.score(s, i, q)
+    _rewards_before(s, i)
     passes = rules.play(s, i, np.int64(actions[i]))
     placements = 1
     if np.int64(param(p.mode, i)) == SINGLE and np.int64(param(p.opponent, i)) != CALLABLE:
         while not s.game_over[i] and s.to_move[i] != 0:
             passes += rules.play(s, i, _opponent_action(s, p, i, s.to_move[i], rng))
             placements += 1
-    for q in range(seats):
-        s.seat_rewards[i, q] += rules.score(s, i, q)
-    events[i, EV_PLACEMENTS] = placements
-    events[i, EV_PASSES] = passes
-    _finish_turn(s, p, i)
-    return s.seat_rewards[i, seat], s.game_over[i]
+    return _end_step(s, p, i, events, seat, placements, passes)
+
+
+@exact
+def step_selfplay_env(s, p, i, actions, events, rng):
+    """``step_env`` of a selfplay batch (``kernel_functions``): the built-in opponents are not
+    compiled in."""
+    seat = s.to_move[i]
+    _rewards_before(s, i)
+    return _end_step(s, p, i, events, seat, 1, rules.play(s, i, np.int64(actions[i])))
+
+
+def kernel_functions(p) -> dict:
+    """A selfplay batch (``mode`` is one for the whole batch) steps without the opponents' code."""
+    return {"step_env": "step_selfplay_env"} if int(p.mode) == SELFPLAY else {}
 
 
 @exact

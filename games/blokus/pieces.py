@@ -161,8 +161,26 @@ def _row_masks():
 
 #: (91, 5) bit dx of ORIENT_ROWS[o, dy] is set when (dy, dx) is a cell of orientation o.
 ORIENT_ROWS = _row_masks()
-#: (13,) the distinct values of ORIENT_ROWS (a piece row's columns), 0 (no cell) first.
-ROW_PATTERNS = np.unique(ORIENT_ROWS)
+
+
+def _row_patterns():
+    """The distinct values of ORIENT_ROWS with every pattern each reaches by dropping its
+    highest columns one by one (so each pattern's parent is in the list), sorted, 0 first; each
+    one's parent (its index) and the column it adds to it."""
+    patterns = set()
+    for value in ORIENT_ROWS.ravel().tolist():
+        while value:
+            patterns.add(value)
+            value &= ~(1 << (value.bit_length() - 1))
+    patterns = np.array(sorted(patterns | {0}), np.int64)
+    top = np.array([max(int(v).bit_length() - 1, 0) for v in patterns], np.int64)
+    parent = np.searchsorted(patterns, patterns & ~(np.int64(1) << top))
+    return patterns, parent, top
+
+
+#: (13,) piece-row column patterns (the distinct values of ORIENT_ROWS), 0 (no cell) first;
+#: pattern j is pattern ROW_PATTERN_PARENT[j] plus column ROW_PATTERN_TOP[j].
+ROW_PATTERNS, ROW_PATTERN_PARENT, ROW_PATTERN_TOP = _row_patterns()
 N_ROW_PATTERNS = len(ROW_PATTERNS)
 #: (91, 5) ORIENT_ROWS[o, dy] as its index in ROW_PATTERNS.
 ORIENT_ROW_PATTERN = np.searchsorted(ROW_PATTERNS, ORIENT_ROWS)

@@ -33,7 +33,7 @@ from vecsim.core.bits import ctz, popcount
 from vecsim.core.jit import exact
 from vecsim.games.blokus.pieces import (
     MAX_CELLS, MONOMINO, N_PIECES, N_ROW_PATTERNS, ORIENT_CELLS, ORIENT_H, ORIENT_PIECE, ORIENT_ROW_PATTERN,
-    ORIENT_ROWS, ORIENT_SIZE, PIECE_FIRST, PIECE_SIZE, ROW_PATTERNS,
+    ORIENT_ROWS, ORIENT_SIZE, PIECE_FIRST, PIECE_SIZE, ROW_PATTERN_PARENT, ROW_PATTERN_TOP,
 )
 
 ALL_PIECES = (1 << N_PIECES) - 1
@@ -58,7 +58,7 @@ def clear_board(s, i):
     s.game_over[i] = False
 
 
-@exact(inline="always")
+@exact
 def _row_rule(s, i, p, r, first):
     """``(forbid, diag)`` of board row ``r`` for seat ``p``: the cells it may not cover (any
     seat's square, or one edge-adjacent to its own; bits past the board not included) and the
@@ -111,20 +111,14 @@ def _spread(s, i):
     """Fill env ``i``'s spread rows from its forbidden and corner rows: for each piece-row
     pattern ``j`` (``ROW_PATTERNS``), ``forbid_spread[i, j, r]`` is the OR of ``forbid[i, r] >>
     dx`` over the columns ``dx`` of the pattern (the anchors of row ``r`` that such a piece row
-    blocks), and ``corner_spread`` the same of ``corner``. Pattern 0 (no cell) and the rows
-    past the board stay zero."""
-    size = s.forbid.shape[1]
-    for j in range(1, N_ROW_PATTERNS):
-        for r in range(size):
-            s.forbid_spread[i, j, r] = 0
-            s.corner_spread[i, j, r] = 0
-        bits = ROW_PATTERNS[j]
-        while bits != 0:
-            dx = ctz(bits)
-            bits &= bits - 1
-            for r in range(size):
-                s.forbid_spread[i, j, r] |= s.forbid[i, r] >> dx
-                s.corner_spread[i, j, r] |= s.corner[i, r] >> dx
+    blocks), and ``corner_spread`` the same of ``corner``; each pattern from its parent's, one
+    shift and OR. Pattern 0 (no cell) and the rows past the board stay zero."""
+    for r in range(s.forbid.shape[1]):
+        forbid, corner = s.forbid[i, r], s.corner[i, r]
+        for j in range(1, N_ROW_PATTERNS):
+            k, dx = ROW_PATTERN_PARENT[j], ROW_PATTERN_TOP[j]
+            s.forbid_spread[i, j, r] = s.forbid_spread[i, k, r] | (forbid >> dx)
+            s.corner_spread[i, j, r] = s.corner_spread[i, k, r] | (corner >> dx)
 
 
 @exact(inline="always")
