@@ -197,3 +197,5 @@ def test_fresh_masks_are_refused_where_the_kernels_read_the_mask_back(enforced):
     assert not eng.fresh_masks_ok
     with pytest.raises(ValueError, match=r"step_mode_fresh\(masks=True\).*action_legal"):
         eng.step_mode_fresh(NEXT_STEP, np.ones(N, np.int64), masks=True)
+    with pytest.raises(TypeError, match="masks must be a bool, but got masks='yes'"):
+        eng.step_mode_fresh(NEXT_STEP, np.ones(N, np.int64), masks="yes")

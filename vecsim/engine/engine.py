@@ -1073,6 +1073,8 @@ class Engine:
         ``packed_masks`` bring them up to date first (``_attach_outputs``), and ``step``,
         ``step_no_reset`` and ``reset`` rewrite them whole.
         """
+        if not isinstance(masks, (bool, np.bool_)):
+            raise TypeError(f"step_mode_fresh's masks must be a bool, but got masks={masks!r}")
         if masks and not self.fresh_masks_ok:
             raise ValueError(f"step_mode_fresh(masks=True) needs fresh_outputs_ok and a game whose mask the kernels "
                              f"never read back (action_legal); {self.game.name} has fresh_masks_ok=False")
