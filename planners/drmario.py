@@ -39,6 +39,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 from vecsim.core.jit import exact
 from vecsim.core.scratch import numba_threads
+from vecsim.core.symbol_call import by_symbol
 from vecsim.games.drmario import BUTTONS, rules
 from vecsim.games.drmario.state import REACH_OPEN, REACH_SIZE
 from vecsim.games.drmario.tables import BASE_SPEED, BTN_A, BTN_B, BTN_DOWN, BTN_LEFT, BTN_RIGHT, SPEED_TABLE
@@ -404,6 +405,7 @@ def steps_in_time(reach, locks, p, words, fall, depth):
     return False
 
 
+@by_symbol
 @exact
 def search(board, i, threshold, x0, y0, rot0, sc0, hv0, held0, fc0,
            cost, lock_node, lock_button, parent, button, node_slots, visited, fit, locks, reach, moves, seen,

@@ -41,6 +41,7 @@ from vecsim.games.tetris.pieces import (
 )
 from vecsim.games.tetris.rules import blocked, drop_row, rotate
 from vecsim.core.jit import exact
+from vecsim.core.symbol_call import by_symbol
 
 NOOP, LEFT, RIGHT, SOFT_DROP, HARD_DROP, ROTATE_CW, ROTATE_CCW, HOLD = range(8)
 N_INPUTS = 7  # the planner's moves: every primitive action but hold
@@ -528,6 +529,7 @@ def plan(rows, i, t, gravity, kicks, base, extra, cost, bits, ymin_ymax, live_pa
     return found
 
 
+@by_symbol
 @exact
 def plan_decision(rows, i, current, held, hold_ok, halves, gravity, kicks, cost, bits, ymin_ymax):
     """The costs of a reach decision on env ``i``: ``cost[i, :N_POSES]`` for the current piece

@@ -31,6 +31,7 @@ import numpy as np
 
 from vecsim.core.bits import ctz, popcount
 from vecsim.core.jit import exact
+from vecsim.core.symbol_call import by_symbol
 from vecsim.games.blokus.pieces import (
     MAX_CELLS, MONOMINO, N_PIECES, N_ROW_PATTERNS, ORIENT_CELLS, ORIENT_H, ORIENT_PIECE, ORIENT_ROW_PATTERN,
     ORIENT_ROWS, ORIENT_SIZE, PIECE_FIRST, PIECE_SIZE, ROW_PATTERN_PARENT, ROW_PATTERN_TOP,
@@ -200,6 +201,7 @@ def _generate(s, i, p, mask, write):
     return n
 
 
+@by_symbol
 @exact
 def write_legal_mask(s, i, p, mask):
     """Write seat ``p``'s legal placements on env ``i`` into ``mask`` (bool ``(91 * S * S,)``,
@@ -209,6 +211,7 @@ def write_legal_mask(s, i, p, mask):
     return _generate(s, i, p, mask, SET_BOOL)
 
 
+@by_symbol
 @exact
 def write_legal_bits(s, i, p, packed):
     """``write_legal_mask`` packed: seat ``p``'s legal placements on env ``i`` as the bits of
@@ -227,6 +230,7 @@ def count_legal_moves(s, i, p):
     return _generate(s, i, p, s.out[i], COUNT)
 
 
+@by_symbol
 @exact
 def any_legal_move(s, i, p):
     """Whether seat ``p`` has a legal placement; stops at the first one found."""

@@ -16,6 +16,7 @@ import numpy as np
 import vecsim.planners.drmario as _planner
 from vecsim.core.jit import exact
 from vecsim.core.scratch import thread_row
+from vecsim.core.symbol_call import by_symbol
 from vecsim.games.drmario import rules
 from vecsim.games.drmario.tables import EMPTY, VIRUS
 
@@ -97,6 +98,7 @@ def script_from_tree(parent, button, node, lock_button, script):
     return length
 
 
+@by_symbol
 @exact
 def write_script(s, i, a):
     """Placement ``a``'s controller bytes into this thread's ``s.search_script``, read off the
@@ -114,8 +116,9 @@ def write_script(s, i, a):
                             s.plan_lock_button[i, a], s.search_script[r])
 
 
+@by_symbol
 @exact
-def play_to_decision(s, i, length, telemetry=None):
+def play_to_decision(s, i, length, telemetry):
     """Play this thread's ``s.search_script[:length]`` (``write_script``), then frames with no
     input until the next decision point or the game's end (at most ``STEP_FRAME_CAP`` frames).
     Returns the frames played."""
@@ -157,6 +160,7 @@ def write_outputs(s, i):
     s.max_height[i] = top
 
 
+@by_symbol
 @exact
 def next_decision(s, i, max_frames):
     """At a decision point (or the game's end): the episode's frame cap, the new plan (no
@@ -178,6 +182,7 @@ def next_decision(s, i, max_frames):
     write_outputs(s, i)
 
 
+@by_symbol
 @exact
 def reset_to_decision(s, i):
     """After ``rules.start_level``: the first throw, up to the first decision point and its
@@ -189,8 +194,9 @@ def reset_to_decision(s, i):
     next_decision(s, i, 0)
 
 
+@by_symbol
 @exact
-def step_decision(s, i, a, max_frames, telemetry=None):
+def step_decision(s, i, a, max_frames, telemetry):
     """Play placement ``a`` (feasible: the engine refuses the others) and the game up to the
     next decision point; ``tau`` gets the frames played."""
     length = write_script(s, i, a)

@@ -32,7 +32,7 @@ from vecsim.engine.chooser import KernelChooser, adapt_enabled
 from vecsim.engine.codegen import load_collect_kernel, load_collect_step_kernels
 from vecsim.engine.engine import _is_int, check_seed, parallel_min_envs
 from vecsim.engine.opponents import refuse_callable_opponent
-from vecsim.engine.threads import start_thread_pool
+from vecsim.core.scratch import start_thread_pool
 
 __all__ = ["EpisodeBatch", "EpisodeCollector", "PolicyError"]
 

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from vecsim.collect.collector import EpisodeCollector
-from vecsim.engine.threads import start_thread_pool
+from vecsim.core.scratch import start_thread_pool
 from vecsim.games.tetris import DROP, REACH, Params
 from vecsim.games.tetris.agent import _NO_RATING
 

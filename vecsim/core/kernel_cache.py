@@ -180,11 +180,11 @@ def source_digest(source: str, package: str = "", own: tuple[str, ...] = ()) -> 
     return h.hexdigest()
 
 
-#: ``_module_digest`` per module name: a process hashes a module's reach once, not once per function.
+#: ``module_digest`` per module name: a process hashes a module's reach once, not once per function.
 _MODULE_DIGESTS: dict[str, str] = {}
 
 
-def _module_digest(name: str) -> str:
+def module_digest(name: str) -> str:
     """The digest of the reach of the imported module ``name`` (its package's files, vecsim's
     and any outside the Python installation), as a kernel module's is taken."""
     digest = _MODULE_DIGESTS.get(name)
@@ -216,6 +216,11 @@ def guard_cache(dispatcher, stamp_reach: bool = False) -> None:
     parallel kernel starts its thread pool through its library's reload hooks. A cache miss
     compiles as usual, and Numba's compiler refreshes the context itself.
 
+    A loaded library gets back its reload hooks (``reload_init``: the thread pool's start,
+    ``vecsim.core.symbol_call``'s links), which Numba keeps only on the compile result: a
+    caller that links it inherits them, so that the caller loaded from the cache in a later
+    process runs them too.
+
     The reach's digest joins the index's source stamp (the defining file's time and size)
     on first use, when the module has finished importing. Where this Numba's cache lacks the
     private members used here, the dispatcher keeps Numba's own loading.
@@ -241,7 +246,7 @@ def guard_cache(dispatcher, stamp_reach: bool = False) -> None:
     def stamp():
         if stamp_reach and not stamped.is_set():
             stamped.set()
-            digest = _module_digest(dispatcher.py_func.__module__)
+            digest = module_digest(dispatcher.py_func.__module__)
             cache_file._source_stamp = (cache_file._source_stamp, digest)
 
     def load_overload(sig, target_context):
@@ -249,7 +254,12 @@ def guard_cache(dispatcher, stamp_reach: bool = False) -> None:
         try:
             stamp()
             with guard():
-                return load(sig, target_context)
+                loaded = load(sig, target_context)
+            if loaded is not None:
+                # Numba keeps the reload hooks on the result only: back on the library, a
+                # caller compiled against it inherits them as from a freshly compiled one.
+                loaded.library._reload_init.update(loaded.reload_init)
+            return loaded
         except Exception as error:  # noqa: BLE001 (whatever a damaged file raises, it is a miss)
             _discard_damaged_entry(dispatcher, cache_file._index_path, error)
         return None  # a miss, or the guard swallowed an I/O error: compile instead

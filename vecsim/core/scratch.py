@@ -9,6 +9,9 @@ leaves these fields out of every per-env view (memory per env, ``env_values``, t
 snapshots): they are allocated once per batch and carry nothing from one step to the next.
 """
 
+import ctypes
+import os
+
 import numba
 import numpy as np
 
@@ -46,3 +49,32 @@ def numba_threads() -> int:
     if not getattr(parallel, "_is_initialized", True):
         return int(numba.config.NUMBA_NUM_THREADS)
     return numba.get_num_threads()
+
+
+def _loaded_openmp():
+    """The OpenMP runtime (GNU libgomp) already loaded in this process, or ``None``. Numba's omp
+    layer links the same ``libgomp.so.1`` that torch's and NumPy's libraries load."""
+    try:
+        return ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD)
+    except (OSError, AttributeError):
+        return None
+
+
+def start_thread_pool() -> None:
+    """Start Numba's thread pool if it is not running, leaving the calling thread's OpenMP
+    thread count as it was.
+
+    On the omp layer, starting the pool sets OpenMP's thread count (``omp_set_num_threads``) to
+    ``NUMBA_NUM_THREADS``; torch shares that libgomp, so ``torch.set_num_threads(1)`` would
+    silently become two threads or more. Every parallel kernel of vecsim runs after this.
+    Numba passes its own thread count to each parallel region, so restoring the caller's
+    count changes nothing for vecsim."""
+    from numba.np.ufunc import parallel
+
+    if getattr(parallel, "_is_initialized", False):
+        return
+    openmp = _loaded_openmp()
+    before = openmp.omp_get_max_threads() if openmp is not None else None
+    parallel._launch_threads()
+    if before is not None and openmp.omp_get_max_threads() != before:
+        openmp.omp_set_num_threads(before)

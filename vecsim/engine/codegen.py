@@ -33,7 +33,7 @@ from numba.core.registry import CPUDispatcher
 from vecsim.core.kernel_cache import guard_cache, source_digest
 from vecsim.engine.compile_watch import name_module
 from vecsim.engine.game import GameSpec
-from vecsim.engine.threads import start_thread_pool
+from vecsim.core.scratch import start_thread_pool
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "templates" / "batch.py"

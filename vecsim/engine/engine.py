@@ -31,7 +31,8 @@ from vecsim.engine.reset_params import params_after_reset
 from vecsim.engine.step_result import StepResult
 from vecsim.engine.step_status import ALIASED_ARRAY, BAD_ACTION, FINISHED_ENV, FORM_REFUSALS, ILLEGAL_ACTION, split_status
 from vecsim.engine.telemetry import Telemetry, check_capacity
-from vecsim.engine.threads import start_thread_pool, threading_layer
+from vecsim.core.scratch import start_thread_pool
+from vecsim.engine.threads import threading_layer
 
 NEXT_STEP, SAME_STEP, NO_RESET = 0, 1, 2
 # The per-call action checks test ``type(actions) is _NDARRAY``: a module global, not

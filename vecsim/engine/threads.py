@@ -1,10 +1,7 @@
-"""Numba's thread pool as the engine sees it: starting it without touching the caller's
-OpenMP threads, and which threading layer runs the parallel kernels."""
+"""Numba's thread pool as the engine sees it: which threading layer runs the parallel kernels,
+and how many threads a parallel region gets (``vecsim.core.scratch.start_thread_pool`` starts it)."""
 
 from __future__ import annotations
-
-import ctypes
-import os
 
 import numba
 import numpy as np
@@ -16,40 +13,13 @@ from numba.extending import intrinsic
 
 from vecsim.core.jit import kernel_options
 from vecsim.core.kernel_cache import guard_cache
+from vecsim.core.scratch import start_thread_pool
+
 
 @njit(**kernel_options("float64", True))
 def _first_launch(out):
     for i in prange(out.shape[0]):
         out[i] = i
-
-
-def _loaded_openmp():
-    """The OpenMP runtime (GNU libgomp) already loaded in this process, or ``None``. Numba's omp
-    layer links the same ``libgomp.so.1`` that torch's and NumPy's libraries load."""
-    try:
-        return ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD)
-    except (OSError, AttributeError):
-        return None
-
-
-def start_thread_pool() -> None:
-    """Start Numba's thread pool if it is not running, leaving the calling thread's OpenMP
-    thread count as it was.
-
-    On the omp layer, starting the pool sets OpenMP's thread count (``omp_set_num_threads``) to
-    ``NUMBA_NUM_THREADS``; torch shares that libgomp, so ``torch.set_num_threads(1)`` would
-    silently become two threads or more. Every parallel kernel of vecsim runs after this.
-    Numba passes its own thread count to each parallel region, so restoring the caller's
-    count changes nothing for vecsim."""
-    from numba.np.ufunc import parallel
-
-    if getattr(parallel, "_is_initialized", False):
-        return
-    openmp = _loaded_openmp()
-    before = openmp.omp_get_max_threads() if openmp is not None else None
-    parallel._launch_threads()
-    if before is not None and openmp.omp_get_max_threads() != before:
-        openmp.omp_set_num_threads(before)
 
 
 def threading_layer() -> str:
