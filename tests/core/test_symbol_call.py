@@ -40,7 +40,8 @@ def test_a_caller_calls_the_symbol_and_gets_the_callees_results():
 def test_called_from_python_it_runs_the_jitted_function():
     out = np.zeros(2)
     assert funcs.weighted_sum(np.ones(3), 2.0, out, 1) == 3
-    assert out.tolist() == [0.0, 6.0]
+    assert funcs.weighted_sum(np.ones(2), weight=0.5, out=out, i=0) == 2
+    assert out.tolist() == [1.0, 6.0]
 
 
 _RUN = textwrap.dedent("""

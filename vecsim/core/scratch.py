@@ -7,6 +7,10 @@ A game whose step needs large working space (a planner's search tree) declares t
 shared while in use; what the next step needs must be kept in the env's own rows. The engine
 leaves these fields out of every per-env view (memory per env, ``env_values``, the checkers'
 snapshots): they are allocated once per batch and carry nothing from one step to the next.
+
+``thread_row`` links to a symbol that only the start of Numba's thread pool registers, so the
+pool's start lives here too (``start_thread_pool``), for the engine and for
+``vecsim.core.symbol_call``, which loads callees that may read their thread's row.
 """
 
 import ctypes

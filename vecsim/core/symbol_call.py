@@ -143,5 +143,5 @@ class SymbolCall(_Intrinsic):
         self.dispatcher = dispatcher
         self.__doc__ = dispatcher.py_func.__doc__
 
-    def __call__(self, *args):
-        return self.dispatcher(*args)
+    def __call__(self, *args, **kwargs):
+        return self.dispatcher(*args, **kwargs)
