@@ -8,7 +8,7 @@ defined here, so cache, GIL and floating-point policy are uniform:
   of every source it depends on, as Numba's cache does not notice when a callee changes (see
   ``vecsim.engine.codegen`` and docs/numba-workarounds.md).
 * ``cache=True`` on every ``@exact``/``@fast`` function defined at the top level of a module
-  file, too (``_cacheable``): a kernel variant compiled in a later process (another
+  file, too (``cacheable``): a kernel variant compiled in a later process (another
   precision, ``invalid_action="flag"``, a telemetry ring, other buffers) loads the game's
   and planner's typed and lowered functions from disk and compiles only itself. Each entry's
   stamp carries the digest of its module's reach (``vecsim.core.kernel_cache.guard_cache``),
@@ -62,7 +62,7 @@ def compile_for_plain_types(dispatcher):
     return dispatcher
 
 
-def _cacheable(fn) -> bool:
+def cacheable(fn) -> bool:
     """Whether Numba can cache ``fn`` and vecsim can stamp its entries with the digest of its
     module's reach: a top-level function of a module imported from its ``.py`` file (not a
     closure, nor a function of a notebook cell or of ``exec``'d text)."""
@@ -77,7 +77,7 @@ def _jit(options: dict, extra: dict):
     asked = extra.pop("cache", None)
 
     def compile_with(fn):
-        cache = _cacheable(fn) if asked is None else asked
+        cache = cacheable(fn) if asked is None else asked
         dispatcher = njit(**dict(options, **extra, cache=cache))(fn)
         if not per_constant:
             compile_for_plain_types(dispatcher)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
-import sys
 import threading
 from dataclasses import dataclass
 
@@ -35,6 +34,7 @@ from numba.core import cgutils, types
 from numba.core.registry import CPUDispatcher
 from numba.core.extending import _Intrinsic
 
+from vecsim.core.jit import cacheable
 from vecsim.core.kernel_cache import module_digest
 from vecsim.core.scratch import start_thread_pool
 
@@ -67,8 +67,7 @@ def _symbol(dispatcher: CPUDispatcher, args: tuple, cres) -> str:
     loaded from the cache must find its callee under the same name after the callee compiled
     anew."""
     fn = dispatcher.py_func
-    module = sys.modules.get(fn.__module__)
-    if getattr(module, "__file__", None) != fn.__code__.co_filename:  # no file: nothing of it is cached
+    if not cacheable(fn):  # a notebook cell's function: nothing of it is cached
         return "vecsim_symbol_call_" + cres.fndesc.mangled_name
     key = f"{fn.__qualname__}{args}{module_digest(fn.__module__)}".encode()
     return f"vecsim_symbol_call_{fn.__module__}.{fn.__qualname__}_{hashlib.sha256(key).hexdigest()[:20]}"
