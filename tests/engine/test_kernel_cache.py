@@ -291,3 +291,26 @@ def test_processes_saving_entries_of_one_function_at_once_keep_each_entry_with_i
     keys = [(who, k) for who in ("a", "b") for k in range(200)]
     assert sorted(cache_file._load_index()) == sorted(keys)
     assert all(cache_file.load(key) == key for key in keys)
+
+
+def test_a_save_under_another_source_stamp_never_overwrites_the_data_an_older_index_names(tmp_path):
+    """Two versions of a source live at once (an edit during a run): the newer one finds the
+    older index stale and saves its first entry afresh. A reader that still holds the older
+    index must find its own machine code or none, never the newer version's."""
+    from numba.core.caching import IndexDataCacheFile
+
+    from vecsim.core.kernel_cache import _save_entry
+
+    older = IndexDataCacheFile(str(tmp_path), "f-1.py311", ("stamp", 1))
+    newer = IndexDataCacheFile(str(tmp_path), "f-1.py311", ("stamp", 2))
+    _save_entry(older, "sig", "older code")
+    held_index = older._load_index()
+    _save_entry(newer, "sig", "newer code")
+
+    try:
+        assert older._load_data(held_index["sig"]) == "older code"
+    except OSError:
+        pass  # removed: Numba's loading takes a missing data file as a miss
+    assert older.load("sig") is None  # the older version's index is gone: a miss, then a compile
+    assert newer.load("sig") == "newer code"
+    assert sorted(p.name for p in tmp_path.glob("*.nbc")) == [newer._load_index()["sig"]]  # no stale files left

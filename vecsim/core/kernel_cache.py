@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import glob
 import hashlib
 import importlib.util
 import itertools
@@ -293,16 +294,29 @@ def _saving_in(folder: str):
 
 def _save_entry(cache_file, key, data) -> None:
     """Numba's ``IndexDataCacheFile.save`` under the folder's lock, the data file written
-    before the index entry that names it (see ``guard_cache``)."""
+    before the index entry that names it (see ``guard_cache``).
+
+    Data files are named by the source stamp as well as numbered
+    (``f-12.py311.<stamp>.1.nbc``): a process of another version of the source (an edit during
+    a run, an upgrade beside a running process) finds the index stale and numbers from 1 again,
+    and under Numba's names would overwrite a file that the other version's index names. The
+    other stamps' data files are removed here; a reader that still holds their index finds the
+    file gone, which Numba's loading takes as a miss. So are a function's data files that no
+    entry names."""
+    base = cache_file._data_name_pattern.split("{number", 1)[0]  # "f-12.py311."
+    tag = hashlib.sha256(repr(cache_file._source_stamp).encode()).hexdigest()[:12]
     with _saving_in(cache_file._cache_path):
         overloads = cache_file._load_index()
         name = overloads.get(key)
         if name is None:
             taken = set(overloads.values())
-            name = next(cache_file._data_name(k) for k in itertools.count(1) if cache_file._data_name(k) not in taken)
+            name = next(f"{base}{tag}.{k}.nbc" for k in itertools.count(1) if f"{base}{tag}.{k}.nbc" not in taken)
         cache_file._save_data(name, data)
         overloads[key] = name
         cache_file._save_index(overloads)
+        for stale in pathlib.Path(cache_file._cache_path).glob(f"{glob.escape(base)}*.nbc"):
+            if stale.name not in overloads.values():
+                stale.unlink(missing_ok=True)
 
 
 def _discard_damaged_entry(dispatcher, index_path: str, error: BaseException) -> None:
