@@ -35,7 +35,7 @@ CALLABLE_OPPONENT = ("opponent", "callable")
 EVENTS = ("placements", "passes")
 EV_PLACEMENTS, EV_PASSES = range(2)
 PHYSICAL_STATE = ()  # no reference state vector
-KERNEL_HINTS = KernelHints(write_obs_fills_row=True)
+KERNEL_HINTS = KernelHints(write_obs_fills_row=True, call_by_symbol=True)
 STRUCTURAL = ("mode",)  # single mode allocates the opponents' mask scratch
 INITIAL_SCORE = -89  # minus the 89 squares of a full set
 

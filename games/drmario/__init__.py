@@ -107,7 +107,7 @@ EVENTS = ("locks", "spawns", "match_groups", "match_rounds", "viruses_cleared", 
           "drop_passes", "speed_ups")
 PHYSICAL_STATE = ()
 SCRATCH_STATE = SCRATCH_FIELDS
-KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16)
+KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16, call_by_symbol=True)
 OBS_SIZE = 136
 
 _DPAD = (0, BTN_LEFT, BTN_RIGHT, BTN_DOWN)

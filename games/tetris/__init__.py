@@ -80,7 +80,7 @@ TM_SPAWN, TM_LOCK, TM_LINE_CLEAR, TM_TOP_OUT = range(4)
 PHYSICAL_STATE = ()  # no Gymnasium reference state vector
 # Runs of 16 envs a call in the parallel kernel (the serial one steps all envs in one call): the
 # State's many arrays are passed once a run rather than once an env.
-KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16)
+KERNEL_HINTS = KernelHints(write_obs_fills_row=True, envs_per_call=16, call_by_symbol=True)
 
 PRIMITIVE, DROP, REACH = 0, 1, 2
 ACTION_MODES = ("primitive", "drop", "reach")

@@ -14,7 +14,7 @@ import pytest
 import vecsim
 from vecsim.core.telemetry import TelemetryRing, push_event, step_stamp
 from vecsim.engine.abi import Capability
-from vecsim.engine.codegen import render_source
+from vecsim.engine.codegen import fused_source, render_source
 from vecsim.engine.game import load_game
 from vecsim.games.tetris import EV_LINES, EV_PIECES
 
@@ -136,12 +136,18 @@ def test_caller_owned_ring_arrays_are_the_ring():
 
 def test_without_telemetry_the_kernels_are_those_of_a_game_without_it():
     """The generated source without a ring names nothing of it; with one it differs only by
-    the ring's import, arrays, argument and the fused step's flag."""
+    the ring's import, arrays, argument, the fused step's flag and the module of the fused step
+    it calls by symbol, whose own text differs by the ring argument alone."""
     game = vecsim.resolve("Tetris-v0")
     functions = game.kernel_functions(game.params_cls())
     off = render_source(game, "float64", True, functions)
     on = render_source(game, "float64", True, functions, telemetry=True)
     assert not re.search("(?i)telemetry|tele_", off)
+    (fused_off, text_off), (fused_on, text_on) = (fused_source(game, "float64", functions, ring, "step")
+                                                  for ring in (False, True))
+    assert fused_off in off and fused_on in on and fused_off != fused_on
+    assert text_on.replace(", True)", ")").replace(", ring", "") == text_off != text_on
+    on = on.replace(fused_on, fused_off)
     undone = on.replace("from vecsim.core.telemetry import TelemetryRing\n", "")
     undone = undone.replace(", TelemetryRing(tele_records, tele_written, elapsed)", "")
     undone = undone.replace(", tele_records, tele_written", "")

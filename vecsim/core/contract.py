@@ -103,12 +103,20 @@ class KernelHints(NamedTuple):
         multiple of this many envs; the episode collector for runs of this many): a game of
         many ``State`` arrays pays their passing once a run. Leave 1 for a step loop that
         vectorises.
+    call_by_symbol : bool
+        ``True``: the game's step and reset (fused with its observation and mask) compile once
+        for a kernel module and its kernels call them by symbol (``vecsim.core.symbol_call``),
+        instead of optimising and emitting them again into each kernel and parallel region.
+        For a large step (a puzzle's rules, a planner): it cuts compile time, and nothing of
+        the step is inlined into the kernels' loops. Leave ``False`` for a step loop that
+        vectorises.
     """
 
     obs_order: str = "C"
     step_uses_rng: bool = True
     write_obs_fills_row: bool = False
     envs_per_call: int = 1
+    call_by_symbol: bool = False
 
     def check(self, where: str) -> None:
         """Raise ``TypeError`` naming a malformed hint of ``where``."""

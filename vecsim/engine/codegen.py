@@ -34,11 +34,13 @@ from vecsim.core.kernel_cache import guard_cache, source_digest
 from vecsim.engine.compile_watch import name_module
 from vecsim.engine.game import GameSpec
 from vecsim.core.scratch import start_thread_pool
+from vecsim.core.symbol_call import SymbolCall
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _TEMPLATE = _HERE / "templates" / "batch.py"
 _COLLECT_TEMPLATE = _HERE / "templates" / "collect.py"
 _COLLECT_STEP_TEMPLATE = _HERE / "templates" / "collect_step.py"
+_FUSED_TEMPLATE = _HERE / "templates" / "fused.py"
 _LOCK = threading.Lock()
 log = logging.getLogger("vecsim")
 _LOADED: dict[tuple[str, str], object] = {}
@@ -135,10 +137,11 @@ def _render_telemetry(text: str, telemetry: bool) -> str:
     the kernels are those of a game without telemetry."""
     if not telemetry:
         text = re.sub(r".*# TELEMETRY ONLY\n", "", text)
-        return re.sub(r", TELEMETRY_(ON|VIEWS|RING)\b", "", text)
+        return re.sub(r", TELEMETRY_(ON|VIEWS|RING|PARAM)\b", "", text)
     text = text.replace("  # TELEMETRY ONLY", "")
     text = re.sub(r"\bTELEMETRY_ON\b", "True", text)
     text = re.sub(r"\bTELEMETRY_VIEWS\b", "tele_records, tele_written", text)
+    text = re.sub(r"\bTELEMETRY_PARAM\b", "ring", text)
     return re.sub(r"\bTELEMETRY_RING\b", "TelemetryRing(tele_records, tele_written, elapsed)", text)
 
 
@@ -221,6 +224,12 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     text = re.sub(r"\bRUN_SHARE_parallel\b", "_thread_share(n)", text)
     text = re.sub(r"\bSHARE_ALIGN\b", str(share_align(per_call)), text)
     text = re.sub(r"\bSHARE_MIN_ALIGN\b", str(share_min_align(per_call)), text)
+    if game.hints.call_by_symbol:
+        for part in ("step", "reset"):
+            name, _ = fused_source(game, precision, functions, telemetry, part)
+            text = re.sub(rf"\bFUSED_{part.upper()}_MODULE\b", name, text)
+    else:
+        text = re.sub(r"^# CALLS BY SYMBOL BEGIN.*?^# CALLS BY SYMBOL END\n", "", text, flags=re.S | re.M)
     if not game.enforces_mask:
         text = re.sub(r"^ *# MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S | re.M)
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
@@ -277,6 +286,28 @@ def _fileless_module_text(module) -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def fused_source(game: GameSpec, precision: str, functions, telemetry: bool, part: str) -> tuple[str, str]:
+    """``(name, text)`` of the module of ``game``'s fused step functions (``part="step"``) or
+    fused reset (``part="reset"``) for a game with ``KernelHints.call_by_symbol``: compiled once,
+    cached, and called by symbol from every kernel module that renders to the same ``name``
+    (templates/fused.py). The name ends in the digest of the text and of its reach, as a
+    kernel module's does; the reset part's text does not depend on ``precision``."""
+    drop = {"step": "RESET", "reset": "STEP"}[part]
+    text = re.sub(rf"^# {drop} BEGIN.*?^# {drop} END\n", "", _FUSED_TEMPLATE.read_text(), flags=re.S | re.M)
+    text = _render_telemetry(_substitute_game(text, game, precision, _default_functions(game, functions)), telemetry)
+    return f"vecsim_fused_{part}_{game.module.__name__.replace('.', '_')}_{_fingerprint(game, text)}", text
+
+
+def _load_fused(game: GameSpec, precision: str, functions, telemetry: bool) -> None:
+    """Import the fused step and reset modules that ``game``'s kernels call by symbol
+    (``fused_source``), where the game has ``KernelHints.call_by_symbol``."""
+    if game.hints.call_by_symbol:
+        for part in ("step", "reset"):
+            name, text = fused_source(game, precision, functions, telemetry, part)
+            if name not in sys.modules:
+                _import_generated(name, text, f"{game.env_id} ({precision})")
+
+
 def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tables: dict, telemetry: bool = False,
                  box_width: int | None = None):
     """The generated kernel module for ``game`` and ``precision`` with the stand-ins
@@ -291,6 +322,7 @@ def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tabl
         if key in _LOADED:
             return _LOADED[key]
         _link_thread_row(game)
+        _load_fused(game, precision, functions, telemetry)
         source = render_source(game, precision, discrete, functions, tables, telemetry, box_width)
         tag = _variant_tag(functions) + ("_telemetry" if telemetry else "")
         name = (f"vecsim_kernels_{game.module.__name__.replace('.', '_')}_{precision}{tag}_"
@@ -557,6 +589,8 @@ def _import_generated(name: str, source: str, label: str):
     name_module(name, label, str(folder))
     spec.loader.exec_module(module)
     for value in vars(module).values():
+        if isinstance(value, SymbolCall):
+            value = value.dispatcher
         if isinstance(value, CPUDispatcher):
             guard_cache(value)
     return module

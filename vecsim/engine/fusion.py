@@ -171,8 +171,10 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
     of many arrays costs more than a small function's work. The step and the mask are inlined
     into this function rather than into a kernel's prange body, where inlining them changes
     the parallel kernel's results (see docs/numba-workarounds.md). One function per game,
-    step, mask and precision, shared by every kernel module; not cached on its own (kernels
-    embed it, and their file names hash the game's sources).
+    step, mask and precision, shared by every kernel module; not cached on its own: the kernels
+    compile it in (their file names hash the game's sources), or for a game with
+    ``KernelHints.call_by_symbol`` call it compiled once in a cached module of its own
+    (``vecsim.engine.codegen.fused_source``).
 
     ``flag_invalid`` (``invalid_action="flag"``): an env whose action lies outside its binding
     mask is not stepped (reward 0, not terminated, its observation and mask written again) and

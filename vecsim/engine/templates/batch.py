@@ -92,6 +92,10 @@ _action_allowed = action_allowed_for(_game)  # the binding mask's test: the game
 # The steps of a run of KernelHints.envs_per_call envs in one call (vecsim.engine.fusion.step_run_and_write).
 _step_run = step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID, TELEMETRY_ON)
 _draft_run = pre_step_draft_run(_game, "PRECISION")  # DRAFT RUN (kept for games with a pre_step_fix_env)
+# CALLS BY SYMBOL BEGIN (kept for games with KernelHints.call_by_symbol: vecsim.engine.codegen.fused_source)
+from FUSED_STEP_MODULE import step_and_write as _step_and_write, step_run as _step_run  # noqa: E402
+from FUSED_RESET_MODULE import reset_and_write as _reset_and_write  # noqa: E402
+# CALLS BY SYMBOL END
 # Envs a call of _draft_run drafts in a parallel kernel (a serial one drafts all in one call).
 _DRAFT_RUN = 1024
 

@@ -1,0 +1,71 @@
+"""A game with ``KernelHints.call_by_symbol``: its kernels call the fused step and reset
+compiled once and cached (``vecsim.engine.codegen.fused_source``), with the results of kernels
+that compile them in."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+from vecsim.engine.engine import Engine
+from vecsim.engine.game import load_game
+
+TESTS = pathlib.Path(__file__).resolve().parents[1]
+
+_RUN = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from numba.core import event
+    compiled = []
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+        def on_end(self, ev):
+            pass
+    event.register("numba:compile", Listener())
+    from vecsim.engine.engine import Engine
+    from vecsim.engine.game import load_game
+    eng = Engine(load_game("symbol_walk_game"), 64, parallel=sys.argv[1] == "parallel")
+    eng.reset(seed=3)
+    for k in range(30):
+        eng.step(np.full(64, k % 2))
+    print(json.dumps(dict(compiled=compiled, obs=eng.obs.tolist(), source=eng.kernel_source())))
+""")
+
+
+def _walk(game: str, parallel: bool) -> np.ndarray:
+    eng = Engine(load_game(game), 64, parallel=parallel)
+    eng.reset(seed=3)
+    for k in range(30):
+        eng.step(np.full(64, k % 2))
+    return eng.obs.copy()
+
+
+def test_a_later_process_compiles_its_kernels_and_loads_the_games_step_from_the_cache(tmp_path):
+    """The serial kernels' process compiles the fused step and reset once; the parallel
+    kernels' process, on the same cache, compiles only its kernels. Both walk as the game
+    without the hint, whose kernels compile them in."""
+    env = dict(os.environ, VECSIM_CACHE_DIR=str(tmp_path / "kernels"), NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    runs = {}
+    for kind in ("serial", "parallel"):
+        done = subprocess.run([sys.executable, "-c", _RUN, kind], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[kind] = json.loads(done.stdout.strip().splitlines()[-1])
+
+    def fused(kind):  # the wrappers and the closures of vecsim.engine.fusion they call
+        return [name for name in runs[kind]["compiled"]
+                if name.partition(".")[0] in ("step_and_write", "step_run", "step_run_and_write", "reset_and_write")]
+
+    assert "from vecsim_fused_step_" in runs["serial"]["source"]
+    assert {"step_and_write", "reset_and_write"} <= set(fused("serial"))
+    assert "step_parallel" in runs["parallel"]["compiled"] and fused("parallel") == []
+    linked = _walk("rng_walk_game", False)
+    np.testing.assert_array_equal(runs["serial"]["obs"], linked)
+    np.testing.assert_array_equal(runs["parallel"]["obs"], linked)
