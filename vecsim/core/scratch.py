@@ -8,9 +8,12 @@ shared while in use; what the next step needs must be kept in the env's own rows
 leaves these fields out of every per-env view (memory per env, ``env_values``, the checkers'
 snapshots): they are allocated once per batch and carry nothing from one step to the next.
 
-``thread_row`` links to a symbol that only the start of Numba's thread pool registers, so the
-pool's start lives here too (``start_thread_pool``), for the engine and for
-``vecsim.core.symbol_call``, which loads callees that may read their thread's row.
+``thread_row`` calls a symbol that only the start of Numba's thread pool registers, and cached
+machine code that calls it kills the process unless the pool runs first. So the pool's start
+lives here too (``start_thread_pool``), and the code of ``thread_row`` carries it: the library
+of any function that reads a thread's row, and of every caller that links it, starts the pool
+before Numba loads it from the cache (its ``reload_init``, as Numba does for parallel kernels).
+A process that never reads a thread's row leaves the pool unstarted.
 """
 
 import ctypes
@@ -18,6 +21,9 @@ import os
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.core.extending import intrinsic
 
 from vecsim.core import buffers as placed
 from vecsim.core.jit import exact
@@ -29,10 +35,24 @@ def thread_rows() -> int:
     return int(numba.config.NUMBA_NUM_THREADS)
 
 
+@intrinsic
+def _thread_id(typingctx):
+    """``numba.get_thread_id()`` whose library starts the thread pool before it loads from
+    the cache (module docstring)."""
+    start_thread_pool()  # registers the symbol for this process's own compile
+
+    def codegen(context, builder, signature, args):
+        context.active_code_library._reload_init.add(start_thread_pool)
+        get_id = cgutils.get_or_insert_function(builder.module, ir.FunctionType(cgutils.intp_t, []), "get_thread_id")
+        return builder.call(get_id, [])
+
+    return types.intp(), codegen
+
+
 @exact(inline="always")
 def thread_row():
     """The row of a scratch field that belongs to the thread running this call."""
-    return numba.get_thread_id()
+    return _thread_id()
 
 
 def zeros(row_shape, dtype) -> np.ndarray:

@@ -36,7 +36,6 @@ from numba.core.extending import _Intrinsic
 
 from vecsim.core.jit import cacheable
 from vecsim.core.kernel_cache import module_digest
-from vecsim.core.scratch import start_thread_pool
 
 #: Symbol -> address of every callee registered in this process.
 _REGISTERED: dict[str, int] = {}
@@ -45,10 +44,9 @@ _LOCK = threading.Lock()
 
 def _compiled(dispatcher: CPUDispatcher, args: tuple):
     """The compile result of ``dispatcher`` for ``args`` (loaded from Numba's cache where it
-    is there), and the symbol its machine code is registered under. Numba's thread pool runs
-    first: a callee that reads its thread's scratch row (``vecsim.core.scratch.thread_row``)
-    links to a symbol that only the pool's start registers."""
-    start_thread_pool()
+    is there), and the symbol its machine code is registered under. A callee that reads its
+    thread's scratch row starts Numba's thread pool itself before it loads
+    (``vecsim.core.scratch.thread_row``)."""
     dispatcher.compile(args)
     cres = dispatcher.overloads[args]
     symbol = _symbol(dispatcher, args, cres)

@@ -33,7 +33,6 @@ from numba.core.registry import CPUDispatcher
 from vecsim.core.kernel_cache import guard_cache, source_digest
 from vecsim.engine.compile_watch import name_module
 from vecsim.engine.game import GameSpec
-from vecsim.core.scratch import start_thread_pool
 from vecsim.core.symbol_call import SymbolCall
 
 _HERE = pathlib.Path(__file__).resolve().parent
@@ -321,7 +320,6 @@ def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tabl
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
-        _link_thread_row(game)
         _load_fused(game, precision, functions, telemetry)
         source = render_source(game, precision, discrete, functions, tables, telemetry, box_width)
         tag = _variant_tag(functions) + ("_telemetry" if telemetry else "")
@@ -330,15 +328,6 @@ def load_kernels(game: GameSpec, precision: str, discrete: bool, functions, tabl
         module = _import_generated(name, source, f"{game.env_id} ({precision})")
         _LOADED[key] = module
         return module
-
-
-def _link_thread_row(game: GameSpec) -> None:
-    """Start Numba's thread pool before loading the kernels of a game with thread scratch
-    (``SCRATCH_STATE``): their ``thread_row`` (``numba.get_thread_id``) links to a symbol
-    that only the pool's start registers, and cached machine code that calls it crashes
-    the process without it."""
-    if game.scratch_state:
-        start_thread_pool()
 
 
 def load_game_module(game: GameSpec, path: pathlib.Path):
@@ -351,7 +340,6 @@ def load_game_module(game: GameSpec, path: pathlib.Path):
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
-        _link_thread_row(game)
         text = pathlib.Path(path).read_text()
         name = f"vecsim_{game.module.__name__.replace('.', '_')}_{pathlib.Path(path).stem}_{_fingerprint(game, text)}"
         module = _import_generated(name, text, f"{game.env_id} ({pathlib.Path(path).stem})")
