@@ -539,6 +539,10 @@ def render_collect_step_source(game: GameSpec, precision: str, discrete: bool, f
         variants.append(re.sub(r"_MODE\b", f"_{mode}", part))
     text = _substitute_game(head + "".join(variants) + tail, game, precision, functions)
     text = _keep_one(text, "PER SLOT", "SLOT RUNS", game.hints.envs_per_call)
+    if game.hints.call_by_symbol:
+        text = re.sub(r"  # BY SYMBOL ONLY.*\n", "\n", text)
+    else:
+        text = re.sub(r".*# BY SYMBOL ONLY.*\n", "", text)
     return _pad_signatures(re.sub(r"_KIND\b", f"_{'discrete' if discrete else 'box'}", text))
 
 

@@ -44,6 +44,7 @@ from vecsim.core.jit import kernel_options
 from vecsim.engine.episode_rows import pad_tail, record_inputs
 from vecsim.engine.fusion import all_legal, step_and_write, step_parts
 from vecsim.core.rng import mix64, randint, seed_env, uniform
+from vecsim.core.symbol_call import by_symbol  # BY SYMBOL ONLY
 
 import GAME_MODULE as _game
 # Parfor lowering looks these names up here (see docs/numba-workarounds.md).
@@ -180,6 +181,7 @@ def _finish_slot_KIND(r, w, j, t, reward, terminated, max_steps, env_max_steps, 
         record_inputs(j, t + 1, w, obs, masks, obs_out, mask_out)
 
 
+@by_symbol  # BY SYMBOL ONLY (KernelHints.call_by_symbol: compiled once, not into each advance kernel)
 @njit(**OPTS_SERIAL)
 def _step_slots(lo, hi, s, p, run, job_of, step_of, fin, max_steps, env_max_steps, keep_extras, given_lp, given_val,
                 obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out, actions, obs, masks,
