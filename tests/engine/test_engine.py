@@ -991,6 +991,28 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
             load_game("vecsim.games.tetris")
 
 
+def test_call_by_symbol_has_the_kernels_import_the_fused_step_and_reset_and_is_checked(monkeypatch):
+    """A game with KernelHints.call_by_symbol gets kernels that import its fused step and reset
+    from the modules fused_source renders, and a collector whose run of slots is called by
+    symbol; a game without gets neither (its step loop vectorises)."""
+    from vecsim.engine.codegen import fused_source, render_collect_step_source, render_source
+    from vecsim.engine.game import load_game
+
+    tetris, cartpole = vecsim.resolve("Tetris-v0"), vecsim.resolve("CartPole-v1")
+    assert tetris.hints.call_by_symbol and not cartpole.hints.call_by_symbol
+    functions = tetris.kernel_functions(tetris.params_cls())
+    text = render_source(tetris, "float64", True, functions)
+    for part in ("step", "reset"):
+        assert f"from {fused_source(tetris, 'float64', functions, False, part)[0]} import" in text
+    assert "vecsim_fused_" not in render_source(cartpole, "float64", True)
+    assert "@by_symbol\n@njit(**OPTS_SERIAL)\ndef _step_slots(" in render_collect_step_source(tetris, "float64", True)
+    assert "by_symbol" not in render_collect_step_source(cartpole, "float64", True)
+    for bad in (1, "yes", None):
+        monkeypatch.setattr(tetris.module, "KERNEL_HINTS", tetris.hints._replace(call_by_symbol=bad))
+        with pytest.raises(TypeError, match=f"call_by_symbol must be True or False, but got {bad!r}"):
+            load_game("vecsim.games.tetris")
+
+
 def test_kernel_functions_leave_the_planner_out_of_placement_free_tetris_batches():
     """A Tetris batch in drop or primitive mode gets kernels generated with a mask function
     that never calls the reach planner (half of its cold compile); a reach batch keeps the

@@ -125,3 +125,5 @@ class KernelHints(NamedTuple):
         n = self.envs_per_call
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise TypeError(f"{where}: KernelHints.envs_per_call must be an int >= 1, but got {n!r}")
+        if not isinstance(self.call_by_symbol, (bool, np.bool_)):
+            raise TypeError(f"{where}: KernelHints.call_by_symbol must be True or False, but got {self.call_by_symbol!r}")
