@@ -104,9 +104,10 @@ class KernelHints(NamedTuple):
         many ``State`` arrays pays their passing once a run. Leave 1 for a step loop that
         vectorises.
     call_by_symbol : bool
-        ``True``: the game's step and reset (fused with its observation and mask) compile once
-        for a kernel module and its kernels call them by symbol (``vecsim.core.symbol_call``),
-        instead of optimising and emitting them again into each kernel and parallel region.
+        ``True``: the game's step and reset (fused with its observation and mask) compile once,
+        cached, and every kernel variant that shares them calls them by symbol
+        (``vecsim.core.symbol_call``), instead of optimising and emitting them again into each
+        kernel and parallel region.
         For a large step (a puzzle's rules, a planner): it cuts compile time, and nothing of
         the step is inlined into the kernels' loops. Leave ``False`` for a step loop that
         vectorises.
