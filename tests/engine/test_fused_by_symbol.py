@@ -69,3 +69,25 @@ def test_a_later_process_compiles_its_kernels_and_loads_the_games_step_from_the_
     linked = _walk("rng_walk_game", False)
     np.testing.assert_array_equal(runs["serial"]["obs"], linked)
     np.testing.assert_array_equal(runs["parallel"]["obs"], linked)
+
+
+def test_scalar_and_per_env_constants_share_one_compile():
+    """The kernels of a game with the hint read its constants per env from the start, so that a
+    batch with per-env constants runs the kernels (and the rules) a scalar batch compiled; a
+    game without the hint keeps kernels that read scalars, for its vectorised loops."""
+    game = load_game("symbol_walk_game")
+    drift = np.where(np.arange(8) % 2 == 0, 0.1, 0.3)
+    scalar = Engine(game, 8, parallel=False)
+    per_env = Engine(game, 8, parallel=False, drift=drift)
+    assert scalar.kernel_params.shape == per_env.kernel_params.shape == (len(game.params_cls._fields), 8)
+    assert per_env._kernels is scalar._kernels
+    walks = []
+    for eng in (scalar, per_env, Engine(game, 8, parallel=False, drift=0.3)):
+        eng.reset(seed=5)
+        for _ in range(10):
+            eng.step(np.ones(8, np.int64))
+        walks.append(eng.obs.copy())
+    np.testing.assert_array_equal(walks[1][0::2], walks[0][0::2])
+    np.testing.assert_array_equal(walks[1][1::2], walks[2][1::2])
+    assert not np.array_equal(walks[0][1::2], walks[2][1::2])
+    assert Engine(load_game("rng_walk_game"), 8, parallel=False).kernel_params.ndim == 1

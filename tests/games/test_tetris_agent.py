@@ -225,7 +225,6 @@ def test_actions_are_legal_and_touch_only_scratch(kw, engine_snapshot):
         assert holds > 0  # the hold half is considered and sometimes best
 
 
-@pytest.mark.slow  # per-env parameters compile the policy a second time
 def test_per_env_params_give_the_same_actions():
     scalar = make(4, seed=9)
     per_env = make(4, seed=9, scoring=[0.0, 1.0, 0.0, 1.0])

@@ -107,7 +107,9 @@ class KernelHints(NamedTuple):
         ``True``: the game's step and reset (fused with its observation and mask) compile once,
         cached, and every kernel variant that shares them calls them by symbol
         (``vecsim.core.symbol_call``), instead of optimising and emitting them again into each
-        kernel and parallel region.
+        kernel and parallel region. Its kernels read the constants per env (``param(p.field,
+        i)`` of a ``(num_envs,)`` array) whether they differ between envs or not, so that
+        scalar and per-env constants share one compile of the rules.
         For a large step (a puzzle's rules, a planner): it cuts compile time, and nothing of
         the step is inlined into the kernels' loops. Leave ``False`` for a step loop that
         vectorises.

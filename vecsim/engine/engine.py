@@ -171,7 +171,9 @@ def build_params(game: GameSpec, num_envs: int, float_dtype, given: dict):
     """The checked constants of a batch of ``num_envs`` envs of ``game`` from the keyword
     arguments ``given`` (each a scalar or ``num_envs`` values): ``(public, P, scalar)``, the
     ``Params`` the engine exposes, the ``(n_params,)`` or ``(n_params, num_envs)`` array of
-    ``float_dtype`` the kernels read, and the scalar ``Params`` (env 0's values). Raises
+    ``float_dtype`` the kernels read (always the latter for a game with
+    ``KernelHints.call_by_symbol``: one compile of its rules serves both), and the scalar
+    ``Params`` (env 0's values). Raises
     ``TypeError`` or ``ValueError`` naming a bad parameter, before anything compiles (``vecsim
     warmup --param`` checks its values with it)."""
     cls = game.params_cls
@@ -216,7 +218,7 @@ def build_params(game: GameSpec, num_envs: int, float_dtype, given: dict):
                              f"be the same for every env, but env 0 has {arr[0]} and env {k} has {arr[k]}")
     scalar = cls(**{k: float(v) if np.ndim(v) == 0 else float(v[0]) for k, v in values.items()})
     public = cls(**{k: (float(v) if np.ndim(v) == 0 else v.copy()) for k, v in values.items()})
-    if per_env:
+    if per_env or game.hints.call_by_symbol:
         P = np.empty((len(cls._fields), n), dtype=float_dtype)
         for k, name in enumerate(cls._fields):
             P[k] = values[name]
@@ -820,7 +822,9 @@ class Engine:
         masked entries are taken. Checked as the constructor checks them (a constant that
         shapes the spaces or kernels cannot change); nothing is reset when one is refused.
         The first per-env constant of a batch made with scalar ones switches its kernels to
-        per-env constants (compiled once, then cached) and replaces ``kernel_params``.
+        per-env constants (compiled once, then cached; a game with
+        ``KernelHints.call_by_symbol`` reads its constants per env from the start) and
+        replaces ``kernel_params``.
         """
         result = self.result
         if (mask is result.done_mask and seed is None and not params and not self._closed and self._seeded
@@ -1247,8 +1251,8 @@ class Engine:
     @property
     def kernel_params(self) -> np.ndarray:
         """The game constants as the kernels read them: ``(n_params,)``, or ``(n_params,
-        num_envs)`` with per-env constants, in the engine's float dtype (row order: the
-        fields of ``Params``)."""
+        num_envs)`` with per-env constants or for a game with ``KernelHints.call_by_symbol``,
+        in the engine's float dtype (row order: the fields of ``Params``)."""
         return self._P
 
     @property
