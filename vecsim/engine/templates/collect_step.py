@@ -143,6 +143,7 @@ def _record_box(act_out, j, t, actions, w):
         act_out[j, t, k] = actions[w, k]
 
 
+@by_symbol  # BY SYMBOL ONLY (called in the serial loop, the parallel loop and the parallel region's body)
 @njit(**OPTS_SERIAL)
 def _start_job(w, j, seeds, pol_rng, obs_out, mask_out, obs, masks, rng, P, STATE_ARGS):
     """Reset slot ``w`` for job ``j`` (seeded ``seeds[j]``) and record its first observation."""
