@@ -243,9 +243,9 @@ def test_wrappers_on_top():
 
 @pytest.mark.slow
 def test_sb3_algorithms_learn_a_few_updates():
-    """PPO, A2C, DQN and SAC run through the adapter as they are (training correctness is in
-    test_learning_sb3.py; MaskablePPO on Tetris, whose default invalid_action="raise" would
-    raise at an illegal move, in the README's snippet below)."""
+    """PPO, A2C, DQN and SAC run through the adapter as they are (that PPO and MaskablePPO learn
+    is held by notebooks/02_training.ipynb and 03_blokus.ipynb; MaskablePPO on Tetris, whose
+    default invalid_action="raise" would raise at an illegal move, in the README's snippet below)."""
     cart = SB3VecEnv("vecsim/CartPole-v1", 8, seed=0)
     with torch_threads(1):  # beside another worker, torch's default two threads take several times longer
         PPO("MlpPolicy", cart, n_steps=32, batch_size=64, seed=0, device="cpu").learn(512)
