@@ -70,13 +70,11 @@ def pytest_generate_tests(metafunc):
 
 def float32_games() -> list[str]:
     """The games whose float32 kernels are worth their own compile in a test: those with a
-    ``step_env_fast`` (other code than their float64 step), and one game without (whose float32
-    kernels are its float64 step compiled with fast math and float32 rewards: one such game
-    proves the plumbing for all)."""
-    ids = vecsim.game_ids()
-    fast = [g for g in ids if vecsim.resolve(g).has("step_env_fast")]
-    plain = [g for g in ids if g not in fast]
-    return fast + (["vecsim/BlokusDuo-v0"] if "vecsim/BlokusDuo-v0" in plain else plain[:1])
+    ``step_env_fast`` (other code than their float64 step). A game without one gets float32
+    kernels of its float64 step compiled with fast math and float32 rewards: the same plumbing
+    for every such game, proven on the cheapest, ``tests/minimal_game.py``, by both checkers
+    (tests/games/test_guide.py)."""
+    return [g for g in vecsim.game_ids() if vecsim.resolve(g).has("step_env_fast")]
 
 
 def game_precisions() -> list[tuple[str, str]]:

@@ -116,8 +116,11 @@ def test_it_passes_the_vector_env_checker_in_both_precisions(walk_id):
     vecsim.testing.check_vector_env(walk_id, precision="float32", size=3)
 
 
-def test_it_passes_the_engine_checker(walk_id):
+def test_it_passes_the_engine_checker_in_both_precisions(walk_id):
+    """The float32 checks of a game without ``step_env_fast`` (tests/conftest.py's
+    ``float32_games``): its float64 step compiled with fast math and float32 rewards."""
     vecsim.testing.check_engine(walk_id, steps=100)
+    vecsim.testing.check_engine(walk_id, steps=100, precision="float32", size=3)
 
 
 # -- determinism -------------------------------------------------------------------------------
