@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from vecsim.engine.engine import Engine
 from vecsim.engine.game import load_game
@@ -91,3 +93,38 @@ def test_scalar_and_per_env_constants_share_one_compile():
     np.testing.assert_array_equal(walks[1][1::2], walks[2][1::2])
     assert not np.array_equal(walks[0][1::2], walks[2][1::2])
     assert Engine(load_game("rng_walk_game"), 8, parallel=False).kernel_params.ndim == 1
+
+
+def _fused_step_module(eng) -> str:
+    return re.search(r"^from (vecsim_fused_step_\w+) import", eng.kernel_source(), flags=re.M).group(1)
+
+
+def test_raise_and_flag_batches_call_one_fused_step():
+    """``invalid_action="raise"`` and ``"flag"`` kernels call the same fused step (one compile of
+    the rules): it flags where the events have the ``invalid_action`` column, and a raising
+    batch, whose actions are checked before the step, has none."""
+    game = load_game("enforced_symbol_walk_game")
+    strict = Engine(game, 4, parallel=False)
+    lenient = Engine(game, 4, parallel=False, invalid_action="flag")
+    assert _fused_step_module(strict) == _fused_step_module(lenient)
+    for eng in (strict, lenient):
+        eng.reset(seed=2)
+    for _ in range(100):  # right while it is legal, until env 0 stands at the right edge
+        right = np.where(lenient.masks[:, 2], 2, 1)
+        if not lenient.masks[0, 2] or lenient.needs_reset.any():
+            break
+        strict.step(right)
+        lenient.step(right)
+    assert not lenient.masks[0, 2] and not lenient.needs_reset.any()
+    legal = np.where(lenient.masks[:, 2], 2, 1)
+    illegal = np.concatenate([[2], legal[1:]])
+    before = lenient.obs[0].copy()
+    lenient.step(illegal)
+    flags = lenient.events[:, lenient.event_names.index("invalid_action")]
+    np.testing.assert_array_equal(flags, [1, 0, 0, 0])
+    np.testing.assert_array_equal(lenient.obs[0], before)
+    assert lenient.rewards[0] == 0 and not lenient.terminals[0]
+    strict.step(legal)
+    np.testing.assert_array_equal(strict.obs[1:], lenient.obs[1:])
+    with pytest.raises(ValueError, match="env 0"):
+        strict.step(illegal)

@@ -32,6 +32,7 @@ from numba.core.registry import CPUDispatcher
 
 from vecsim.core.kernel_cache import guard_cache, source_digest
 from vecsim.engine.compile_watch import name_module
+from vecsim.engine.fusion import FLAG_BY_EVENTS
 from vecsim.engine.game import GameSpec
 from vecsim.core.symbol_call import SymbolCall
 
@@ -293,7 +294,11 @@ def fused_source(game: GameSpec, precision: str, functions, telemetry: bool, par
     kernel module's does; the reset part's text does not depend on ``precision``."""
     drop = {"step": "RESET", "reset": "STEP"}[part]
     text = re.sub(rf"^# {drop} BEGIN.*?^# {drop} END\n", "", _FUSED_TEMPLATE.read_text(), flags=re.S | re.M)
-    text = _render_telemetry(_substitute_game(text, game, precision, _default_functions(game, functions)), telemetry)
+    # Both invalid-action rules share a step: it flags where the events have the column.
+    shared = repr(FLAG_BY_EVENTS) if game.enforces_mask else "False"
+    text = re.sub(r"\bFLAG_SHARED\b", shared, text)
+    functions = tuple(f for f in _default_functions(game, functions) if f[0] != "invalid_action")
+    text = _render_telemetry(_substitute_game(text, game, precision, functions), telemetry)
     return f"vecsim_fused_{part}_{game.module.__name__.replace('.', '_')}_{_fingerprint(game, text)}", text
 
 

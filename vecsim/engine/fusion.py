@@ -17,6 +17,10 @@ from vecsim.engine.packed_masks import mask_allows
 
 _FUSED: dict = {}
 _FUSED_LOCK = threading.RLock()  # reentrant: a factory here may call another (_refusal, action_allowed_for)
+#: ``flag_invalid`` of a step shared by ``invalid_action="raise"`` and ``"flag"`` batches: it
+#: flags where the engine's events have the ``invalid_action`` column (``"flag"``) and refuses
+#: nothing where they do not (``"raise"``: every action was checked before the step).
+FLAG_BY_EVENTS = "by_events"
 
 
 def _named_for(key: tuple):
@@ -133,21 +137,24 @@ def _never_refused(s, p, i, actions, events, masks):
     return False
 
 
-def _refusal(game_module, opts: dict):
+def _refusal(game_module, opts: dict, by_events: bool = False):
     """For ``invalid_action="flag"``: the njit function ``f(s, p, i, actions, events, masks) ->
     bool``, whether env ``i``'s action lies outside its binding mask (the game's
     ``enforce_mask``; the test of ``action_allowed_for``). Then the env is not stepped: its
     events are zero but for the engine's ``invalid_action`` column (after the game's own),
     which is 1, and the game's ``refuse_env`` marks the step's outputs it keeps in the state;
-    else that column is 0."""
+    else that column is 0. With ``by_events`` (``FLAG_BY_EVENTS``), ``f`` refuses nothing
+    where ``events`` has no such column."""
     enforce = _inline_copy(game_module.enforce_mask, opts)
     allowed = action_allowed_for(game_module)
     refuse_env = _inline_copy(contract_function(game_module, "refuse_env"), opts)
     n_events = len(getattr(game_module, "EVENTS", ()))
 
     @njit(**dict(opts, inline="always"))
-    @_named_for((game_module.__name__,))
+    @_named_for((game_module.__name__, by_events))
     def refused(s, p, i, actions, events, masks):
+        if by_events and events.shape[1] == n_events:
+            return False
         if enforce(p, i) and not allowed(s, p, i, masks, actions[i]):
             for k in range(n_events):
                 events[i, k] = 0
@@ -178,7 +185,8 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
 
     ``flag_invalid`` (``invalid_action="flag"``): an env whose action lies outside its binding
     mask is not stepped (reward 0, not terminated, its observation and mask written again) and
-    flagged in the engine's ``invalid_action`` event column.
+    flagged in the engine's ``invalid_action`` event column; ``FLAG_BY_EVENTS``: so where
+    ``events`` has that column, one compile for both policies.
 
     ``telemetry``: ``f`` takes a last argument, the ``vecsim.core.telemetry.TelemetryRing`` it
     passes to the game's step (a game that declares ``TELEMETRY``)."""
@@ -189,7 +197,7 @@ def step_and_write(game_module, step_name: str, precision: str, mask_name: str =
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
 
-            refused = _refusal(game_module, opts) if flag_invalid else _never_refused
+            refused = _refusal(game_module, opts, flag_invalid == FLAG_BY_EVENTS) if flag_invalid else _never_refused
             if telemetry:
                 whole = njit(**dict(opts, inline="always"))(
                     _named_for(key)(_step_with_ring(step, write_obs, write_obs, mask, refused, fill)))
@@ -296,7 +304,7 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
-            refused = _refusal(game_module, opts) if flag_invalid else _never_refused
+            refused = _refusal(game_module, opts, flag_invalid == FLAG_BY_EVENTS) if flag_invalid else _never_refused
 
             write_changes = obs_changes_writer(game_module)
 
@@ -359,7 +367,7 @@ def _step_run_with_telemetry(game_module, step_name: str, precision: str, mask_n
     with _FUSED_LOCK:
         if key not in _FUSED:
             opts = dict(kernel_options(precision, False), cache=False)
-            refused = _refusal(game_module, opts) if flag_invalid else _never_refused
+            refused = _refusal(game_module, opts, flag_invalid == FLAG_BY_EVENTS) if flag_invalid else _never_refused
             changes = obs_changes_writer(game_module)
             one = njit(**dict(opts, inline="always"))(
                 _named_for(key)(_step_with_ring(step, write_obs, changes, mask, refused, fill)))

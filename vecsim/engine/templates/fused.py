@@ -2,11 +2,12 @@
 
 This file is never imported. For a game with ``KernelHints.call_by_symbol``,
 ``vecsim.engine.codegen.fused_source`` renders its STEP part (the fused step of one env and of
-a run of envs, ``vecsim.engine.fusion``, for one precision, mask and invalid-action rule) or
-its RESET part as a module of their own in vecsim's cache folder. Each function is compiled
-once, cached by Numba, and registered under a symbol (``vecsim.core.symbol_call``); every
-kernel module of the game with the same part calls it there, instead of optimising and
-emitting the game's rules again into each kernel and parallel region. The reset part does not
+a run of envs, ``vecsim.engine.fusion``, for one precision and mask; ``FLAG_SHARED``: one step
+for both invalid-action rules) or its RESET part as a module of their own in vecsim's cache
+folder. Each function is compiled once, cached by Numba, and registered under a symbol
+(``vecsim.core.symbol_call``); every kernel module of the game with the same part calls it
+there, instead of optimising and emitting the game's rules again into each kernel and parallel
+region. The reset part does not
 depend on the precision (resets draw in float64), so kernels of both precisions share it.
 """
 
@@ -19,8 +20,8 @@ from vecsim.engine import fusion
 import GAME_MODULE as _game
 
 # STEP BEGIN
-_one = fusion.step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID, TELEMETRY_ON)
-_run = fusion.step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_INVALID, TELEMETRY_ON)
+_one = fusion.step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_SHARED, TELEMETRY_ON)
+_run = fusion.step_run_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK", FLAG_SHARED, TELEMETRY_ON)
 
 
 @by_symbol
