@@ -19,7 +19,8 @@ from vecsim.testing import sample_actions
 from conftest import lenient
 
 N = 1024
-STEPS = 1000
+#: Steps measured: a leak of 8 bytes a step shows above SLACK (Blokus's masks make a step costly).
+STEPS = 300
 #: Half of one (N,) float32 array: room for interpreter bookkeeping only.
 SLACK = 2048
 

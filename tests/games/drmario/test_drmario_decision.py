@@ -232,15 +232,8 @@ def test_render_in_decision_mode(engine):
 
 @pytest.mark.slow
 def test_checkers_pass_in_decision_mode():
+    """Frame mode passes them in tests/test_testing_checker.py (its ``CHECK_PARAMS``)."""
     from vecsim.testing import check_engine, check_vector_env
 
     check_vector_env(GAME, num_envs=2, seed=3, steps=30, **FAST)
     check_engine(GAME, num_envs=3, seed=5, steps=30, **FAST)
-
-
-@pytest.mark.slow
-def test_checkers_pass_in_frame_mode():
-    from vecsim.testing import check_engine, check_vector_env
-
-    check_vector_env(GAME, num_envs=3, seed=3, steps=60, mode="frame")
-    check_engine(GAME, num_envs=4, seed=5, steps=60, mode="frame")
