@@ -15,6 +15,8 @@ import textwrap
 import numpy as np
 import pytest
 
+import vecsim
+from vecsim.collect.collector import EpisodeCollector
 from vecsim.engine.engine import Engine
 from vecsim.engine.game import load_game
 
@@ -33,6 +35,13 @@ _RUN = textwrap.dedent("""
     event.register("numba:compile", Listener())
     from vecsim.engine.engine import Engine
     from vecsim.engine.game import load_game
+    if sys.argv[1] == "collector":
+        import vecsim
+        from vecsim.collect.collector import EpisodeCollector
+        with EpisodeCollector(vecsim.register("symbol_walk_game"), 8, 40, "random", seed=5, parallel=False) as c:
+            batch = c.request_episodes(12)
+        print(json.dumps(dict(compiled=compiled, obs=batch.observations.tolist(), rewards=batch.rewards.tolist())))
+        sys.exit()
     eng = Engine(load_game("symbol_walk_game"), 64, parallel=sys.argv[1] == "parallel")
     eng.reset(seed=3)
     for k in range(30):
@@ -51,12 +60,13 @@ def _walk(game: str, parallel: bool) -> np.ndarray:
 
 def test_a_later_process_compiles_its_kernels_and_loads_the_games_step_from_the_cache(tmp_path):
     """The serial kernels' process compiles the fused step and reset once; the parallel
-    kernels' process, on the same cache, compiles only its kernels. Both walk as the game
-    without the hint, whose kernels compile them in."""
+    kernels' process, and an episode collector's, on the same cache, compile only their
+    kernels (the collector steps its runs of slots with the engine's fused run). All play as
+    the game without the hint, whose kernels compile them in."""
     env = dict(os.environ, VECSIM_CACHE_DIR=str(tmp_path / "kernels"), NUMBA_CACHE_DIR=str(tmp_path / "numba"),
                PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
     runs = {}
-    for kind in ("serial", "parallel"):
+    for kind in ("serial", "parallel", "collector"):
         done = subprocess.run([sys.executable, "-c", _RUN, kind], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
         runs[kind] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -68,9 +78,18 @@ def test_a_later_process_compiles_its_kernels_and_loads_the_games_step_from_the_
     assert "from vecsim_fused_step_" in runs["serial"]["source"]
     assert {"step_and_write", "reset_and_write"} <= set(fused("serial"))
     assert "step_parallel" in runs["parallel"]["compiled"] and fused("parallel") == []
+    assert "advance_serial" in runs["collector"]["compiled"] and fused("collector") == []
     linked = _walk("rng_walk_game", False)
     np.testing.assert_array_equal(runs["serial"]["obs"], linked)
     np.testing.assert_array_equal(runs["parallel"]["obs"], linked)
+    linked_id = vecsim.register("rng_walk_game")
+    try:
+        with EpisodeCollector(linked_id, 8, 40, "random", seed=5, parallel=False) as collector:
+            batch = collector.request_episodes(12)
+    finally:
+        vecsim.unregister(linked_id)
+    np.testing.assert_array_equal(runs["collector"]["obs"], batch.observations)
+    np.testing.assert_array_equal(runs["collector"]["rewards"], batch.rewards)
 
 
 def test_scalar_and_per_env_constants_share_one_compile():

@@ -341,6 +341,8 @@ class EpisodeCollector:
         self._step_of = np.zeros(w, dtype=np.int64)
         self._run_slots = np.zeros(w, dtype=np.int64)
         self._fin = np.zeros(w, dtype=np.bool_)
+        self._idle = np.ones(w, dtype=np.bool_)
+        self._r_of = np.zeros(w, dtype=np.int64)
         self._starts = np.zeros(w, dtype=np.int64)
         self._pol_rng = np.zeros((w, 2), dtype=np.uint64)
         self._pol_obs = np.zeros((w, eng.obs_dim), dtype=eng.obs_dtype)
@@ -549,6 +551,7 @@ class EpisodeCollector:
         ctl = self._ctl
         ctl[:] = 0
         self._job_of.fill(-1)
+        self._idle.fill(True)
         self._fin.fill(False)
         ended = np.zeros(n, dtype=np.int64)
         given, log_probs, values, raw = self._no_given, self._no_extra, self._no_extra, None
@@ -569,11 +572,12 @@ class EpisodeCollector:
             lp_out = out.log_probs if extras else self._no_extra_out
             val_out = out.values if extras else self._no_extra_out
             args = (table, self._low, self._high, ctl, self._job_of, self._step_of, self._run_slots, self._fin,
-                    self._starts, ended, out.seeds, self._pol_rng, out.observations, out.actions, out.rewards,
-                    out.dones, out.terminated, out.lengths,
+                    self._idle, self._r_of, self._starts, ended, out.seeds, self._pol_rng, out.observations,
+                    out.actions, out.rewards, out.dones, out.terminated, out.lengths,
                     out.action_masks if out.action_masks is not None else _NO_MASKS, lp_out, val_out,
-                    self._pol_obs, self._pol_masks, eng.action_buffer, eng.obs, eng.masks, eng.events, eng.rng,
-                    eng.kernel_params) + tuple(eng.state)
+                    self._pol_obs, self._pol_masks, eng.action_buffer, eng.narrowed_action_buffer, eng.obs,
+                    eng.masks, eng.events, eng.rng, eng.elapsed, eng.rewards, eng.terminals, eng.truncations,
+                    eng.needs_reset, eng.kernel_params) + tuple(eng.state)
             return args + ((np.zeros(1),) if "advance_serial" in kern.PADDED else ())
 
         tail = packed()

@@ -543,11 +543,20 @@ def render_collect_step_source(game: GameSpec, precision: str, discrete: bool, f
         part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
         variants.append(re.sub(r"_MODE\b", f"_{mode}", part))
     text = _substitute_game(head + "".join(variants) + tail, game, precision, functions)
-    text = _keep_one(text, "PER SLOT", "SLOT RUNS", game.hints.envs_per_call)
-    if game.hints.call_by_symbol:
+    if game.hints.call_by_symbol:  # the engine's fused step steps the slots: one compile of the rules for both
+        for section in ("PER SLOT", "SLOT RUNS"):
+            text = re.sub(rf"^ *# {section} BEGIN.*?# {section} END\n", "", text, flags=re.S | re.M)
+        text = _keep_one(text, "FUSED PER SLOT", "FUSED RUNS", game.hints.envs_per_call)
+        text = re.sub(r"\bFUSED_STEP_MODULE\b", fused_source(game, precision, functions, False, "step")[0], text)
+        text = re.sub(r"\bSTEP_ACTIONS\b", "acts32" if discrete else "actions", text)
         text = re.sub(r"  # BY SYMBOL ONLY.*\n", "\n", text)
     else:
+        for section in ("FUSED PER SLOT", "FUSED RUNS"):
+            text = re.sub(rf" *# {section} BEGIN.*?# {section} END\n", "", text, flags=re.S)
+        text = _keep_one(text, "PER SLOT", "SLOT RUNS", game.hints.envs_per_call)
         text = re.sub(r".*# BY SYMBOL ONLY.*\n", "", text)
+    if not (discrete and game.hints.call_by_symbol):  # only the engine's fused step reads narrowed actions
+        text = re.sub(r"\n *acts32\[w\] = actions\[w\]  # NARROW ACTIONS.*", "", text)
     return _pad_signatures(re.sub(r"_KIND\b", f"_{'discrete' if discrete else 'box'}", text))
 
 
@@ -561,6 +570,7 @@ def load_collect_step_kernels(game: GameSpec, precision: str, discrete: bool, fu
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
+        _load_fused(game, precision, functions, False)
         text = render_collect_step_source(game, precision, discrete, functions)
         name = (f"vecsim_collect_step_{game.module.__name__.replace('.', '_')}_{precision}_{kind}"
                 f"{_variant_tag(functions)}_"

@@ -1249,6 +1249,13 @@ class Engine:
         return self._act_buf
 
     @property
+    def narrowed_action_buffer(self) -> np.ndarray:
+        """The step kernels' int32 copy of discrete actions, shape ``(num_envs,)``: the array a
+        game's fused step reads them from. The collector narrows into it before it steps a run
+        of slots with the engine's fused step (one compile of the rules for both)."""
+        return self._acts32
+
+    @property
     def kernel_params(self) -> np.ndarray:
         """The game constants as the kernels read them: ``(n_params,)``, or ``(n_params,
         num_envs)`` with per-env constants or for a game with ``KernelHints.call_by_symbol``,

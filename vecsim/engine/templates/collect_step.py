@@ -25,6 +25,7 @@ Buffers (``W`` slots, ``B`` jobs, ``K`` steps):
     job_of     (W,) int64 job of each slot (-1: idle);  step_of (W,) int64 its next step
     run        (W,) int64 the running slots in slot order (``ctl[N_RUN]`` of them)
     fin        (W,) bool scratch: the slot's episode ended in this step
+    idle       (W,) bool the slot has no job;  r_of (W,) int64 index of a running slot in ``run``
     fresh      (W,) int64 scratch: slots that took a job in this step
     ended      (B,) int64 the jobs that ended in this call, in the order they ended
     seeds      (B,) int64 reset seed of each job
@@ -33,7 +34,10 @@ Buffers (``W`` slots, ``B`` jobs, ``K`` steps):
                ``lp_out``, ``val_out`` have a zero leading axis when they are not kept
     pol_obs    (W, obs_dim), pol_masks (W, n_mask): observations and masks of the running
                slots, packed, when some slots are idle
-    actions, obs, masks, events, rng, P, state: the engine's buffers
+    actions, acts32, obs, masks, events, rng, elapsed, rewards, term, trunc, needs_reset, P, state: the
+               engine's buffers (its step outputs are scratch: a game with
+               ``KernelHints.call_by_symbol`` steps its runs of slots with the engine's fused run,
+               compiled once for both)
 """
 
 import numpy as np
@@ -49,6 +53,10 @@ from vecsim.core.symbol_call import by_symbol  # BY SYMBOL ONLY
 import GAME_MODULE as _game
 # Parfor lowering looks these names up here (see docs/numba-workarounds.md).
 from GAME_MODULE import Params, State
+
+# The engine's fused step of one env and of a run of envs (vecsim.engine.codegen.fused_source),
+# compiled once for the game's engines and collectors.
+from FUSED_STEP_MODULE import step_and_write as _fused_one, step_run as _fused_run  # BY SYMBOL ONLY
 
 OPTS_SERIAL = kernel_options("PRECISION", False)
 OPTS_PARALLEL = kernel_options("PRECISION", True)
@@ -182,7 +190,6 @@ def _finish_slot_KIND(r, w, j, t, reward, terminated, max_steps, env_max_steps, 
         record_inputs(j, t + 1, w, obs, masks, obs_out, mask_out)
 
 
-@by_symbol  # BY SYMBOL ONLY (KernelHints.call_by_symbol: compiled once, not into each advance kernel)
 @njit(**OPTS_SERIAL)
 def _step_slots(lo, hi, s, p, run, job_of, step_of, fin, max_steps, env_max_steps, keep_extras, given_lp, given_val,
                 obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out, actions, obs, masks,
@@ -209,8 +216,8 @@ def _step_slots(lo, hi, s, p, run, job_of, step_of, fin, max_steps, env_max_step
 
 
 @njit(**OPTS_SERIAL)
-def _place_actions_KIND(source, n_run, run, job_of, step_of, actions, given, table, masks, n_actions, low, high,
-                        pol_rng, mask_out, P):
+def _place_actions_KIND(source, n_run, run, job_of, step_of, actions, acts32, given, table, masks, n_actions, low,
+                        high, pol_rng, mask_out, P):
     """Place the action of every running slot (from the policy's ``given``, the ``table`` or
     drawn) and check it, before any slot is stepped. Returns ``(OK, -1)``, or the status and
     the index in ``run`` of the first slot with no legal action or an illegal one."""
@@ -227,6 +234,7 @@ def _place_actions_KIND(source, n_run, run, job_of, step_of, actions, given, tab
             return NO_LEGAL_ACTION, r
         if not _legal_KIND(p, actions, w, mask_out, j, t):
             return BAD_ACTION, r
+        acts32[w] = actions[w]  # NARROW ACTIONS (Discrete, call_by_symbol: the engine's step reads int32)
     return OK, -1
 
 
@@ -252,11 +260,14 @@ def _next_jobs(ctl, fin, ended, job_of, step_of, fresh, n_jobs):
 
 
 @njit(**OPTS_SERIAL)
-def _running_slots(job_of, run):
-    """The slots with a job, in slot order, into ``run``; returns how many."""
+def _running_slots(job_of, run, idle, r_of):
+    """The slots with a job, in slot order, into ``run``; returns how many. ``idle[w]``: slot
+    ``w`` has no job; ``r_of[w]``: the index of running slot ``w`` in ``run``."""
     n_run = 0
     for w in range(job_of.shape[0]):
-        if job_of[w] >= 0:
+        idle[w] = job_of[w] < 0
+        if not idle[w]:
+            r_of[w] = n_run
             run[n_run] = w
             n_run += 1
     return n_run
@@ -278,9 +289,9 @@ def _pack_for_policy(n_run, run, obs, masks, pol_obs, pol_masks):
 
 @njit(**OPTS_MODE)
 def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, given_lp, given_val, table, low, high,
-                 ctl, job_of, step_of, run, fin, fresh, ended, seeds, pol_rng, obs_out, act_out, rew_out, done_out,
-                 term_out, len_out, mask_out, lp_out, val_out, pol_obs, pol_masks, actions, obs, masks, events, rng,
-                 P, STATE_ARGS):
+                 ctl, job_of, step_of, run, fin, idle, r_of, fresh, ended, seeds, pol_rng, obs_out, act_out, rew_out,
+                 done_out, term_out, len_out, mask_out, lp_out, val_out, pol_obs, pol_masks, actions, acts32, obs,
+                 masks, events, rng, elapsed, rewards, term, trunc, needs_reset, P, STATE_ARGS):
     """Play up to ``n_iters`` steps of every running slot (see the module docstring).
 
     ``given`` (with ``given_lp``, ``given_val`` when ``lp_out`` is kept) holds one action per
@@ -296,13 +307,42 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
     for _ in range(n_iters):
         n_run = ctl[N_RUN]
         if n_run > 0:
-            status, r = _place_actions_KIND(source, n_run, run, job_of, step_of, actions, given, table, masks,
+            status, r = _place_actions_KIND(source, n_run, run, job_of, step_of, actions, acts32, given, table, masks,
                                             n_actions, low, high, pol_rng, mask_out, P)
             if status != OK:
                 ctl[STATUS] = status
                 ctl[BAD_INDEX] = r
                 return
-            # SLOT RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1)
+            # FUSED RUNS BEGIN (kept for games with KernelHints.call_by_symbol and envs_per_call > 1: runs of
+            # slots stepped by the engine's fused run, the idle slots skipped, then written into their jobs' rows)
+            for c in prange((n_slots + RUN_LENGTH - 1) // RUN_LENGTH):
+                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+                lo = c * RUN_LENGTH
+                hi = min(n_slots, lo + RUN_LENGTH)
+                for w in range(lo, hi):
+                    if not idle[w]:
+                        PRE_STEP(s, p, w, STEP_ACTIONS)
+                _fused_run(s, p, lo, hi, True, 0, STEP_ACTIONS, events, rng, obs, True, masks, elapsed, rewards, term,
+                           trunc, needs_reset, idle)
+                for w in range(lo, hi):
+                    if not idle[w]:
+                        _finish_slot_KIND(r_of[w], w, job_of[w], step_of[w], rewards[w], term[w], max_steps,
+                                          env_max_steps, keep_extras, given_lp, given_val, obs_out, act_out, rew_out,
+                                          done_out, term_out, len_out, mask_out, lp_out, val_out, actions, obs, masks,
+                                          step_of, fin)
+            # FUSED RUNS END
+            # FUSED PER SLOT BEGIN (kept for games with KernelHints.call_by_symbol and envs_per_call = 1: the
+            # engine's fused step of one env, called as the engine calls it)
+            for r in prange(n_run):
+                w = run[r]
+                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+                PRE_STEP(s, p, w, STEP_ACTIONS)
+                reward, terminated = _fused_one(s, p, np.uint64(w), STEP_ACTIONS, events, rng, obs, masks)
+                _finish_slot_KIND(r, w, job_of[w], step_of[w], reward, terminated, max_steps, env_max_steps, keep_extras,
+                                  given_lp, given_val, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out,
+                                  lp_out, val_out, actions, obs, masks, step_of, fin)
+            # FUSED PER SLOT END
+            # SLOT RUNS BEGIN (kept for other games with KernelHints.envs_per_call > 1)
             for c in prange((n_run + RUN_LENGTH - 1) // RUN_LENGTH):
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 lo = c * RUN_LENGTH
@@ -310,7 +350,7 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
                             env_max_steps, keep_extras, given_lp, given_val, obs_out, act_out, rew_out, done_out,
                             term_out, len_out, mask_out, lp_out, val_out, actions, obs, masks, events, rng)
             # SLOT RUNS END
-            # PER SLOT BEGIN (kept for games with KernelHints.envs_per_call = 1: faster for CartPole's small
+            # PER SLOT BEGIN (kept for other games, with KernelHints.envs_per_call = 1: faster for CartPole's small
             # state than runs of 16; the body is _step_slots')
             for r in prange(n_run):
                 w = run[r]
@@ -334,7 +374,7 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
             for q in range(n_fresh):
                 _start_job(fresh[q], job_of[fresh[q]], seeds, pol_rng, obs_out, mask_out, obs, masks, rng, P,
                            STATE_ARGS)
-        n_run = _running_slots(job_of, run)
+        n_run = _running_slots(job_of, run, idle, r_of)
         ctl[N_RUN] = n_run
         if n_run == 0:
             break
