@@ -981,10 +981,19 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
     assert "_step_and_write(s, p, np.uint64(i)," in per_env and "_step_run(s, p, lo" not in per_env
     # A step that draws nothing resets after it, and no kernel holds a reset pass it never runs.
     assert "# RESETS AFTER STEP BEGIN" in per_env and "# RESETS BEFORE STEP BEGIN" not in per_env
-    slot_runs = render_collect_step_source(tetris, "float64", True)
+    # The collector: runs of k slots for Acrobot (its step inlined) and Tetris (the engine's fused
+    # run, over slot ranges that skip idle slots), one slot a call for CartPole and Blokus.
+    acrobot, blokus = load_game("vecsim.games.acrobot"), load_game("vecsim.games.blokus.classic")
+    assert acrobot.hints.envs_per_call == k and blokus.hints.envs_per_call == 1
+    slot_runs = render_collect_step_source(acrobot, "float64", True)
     assert f"prange((n_run + {k} - 1) // {k})" in slot_runs and "_step_and_write(s, p, w," not in slot_runs
+    fused_runs = render_collect_step_source(tetris, "float64", True)
+    assert f"prange((n_slots + {k} - 1) // {k})" in fused_runs and "_fused_run(s, p, lo, hi," in fused_runs
+    assert "_fused_one(" not in fused_runs.split("import", 3)[-1] and "prange((n_run +" not in fused_runs
     per_slot = render_collect_step_source(cartpole, "float64", True)
     assert "_step_and_write(s, p, w," in per_slot and "prange((n_run +" not in per_slot
+    fused_per_slot = render_collect_step_source(blokus, "float64", True)
+    assert "_fused_one(s, p, np.uint64(w)," in fused_per_slot and "_fused_run(s" not in fused_per_slot
     for bad in (0, -3, 2.0, True, "16"):
         monkeypatch.setattr(tetris.module, "KERNEL_HINTS", tetris.hints._replace(envs_per_call=bad))
         with pytest.raises(TypeError, match=f"envs_per_call must be an int >= 1, but got {bad!r}"):
@@ -1005,8 +1014,10 @@ def test_call_by_symbol_has_the_kernels_import_the_fused_step_and_reset_and_is_c
     for part in ("step", "reset"):
         assert f"from {fused_source(tetris, 'float64', functions, False, part)[0]} import" in text
     assert "vecsim_fused_" not in render_source(cartpole, "float64", True)
-    assert "@by_symbol\n@njit(**OPTS_SERIAL)\ndef _step_slots(" in render_collect_step_source(tetris, "float64", True)
-    assert "by_symbol" not in render_collect_step_source(cartpole, "float64", True)
+    collector = render_collect_step_source(tetris, "float64", True, functions)
+    assert f"from {fused_source(tetris, 'float64', functions, False, 'step')[0]} import" in collector
+    assert "_step_and_write" not in collector and "def _step_slots(" not in collector  # no copy of the rules
+    assert "vecsim_fused_" not in render_collect_step_source(cartpole, "float64", True)
     for bad in (1, "yes", None):
         monkeypatch.setattr(tetris.module, "KERNEL_HINTS", tetris.hints._replace(call_by_symbol=bad))
         with pytest.raises(TypeError, match=f"call_by_symbol must be True or False, but got {bad!r}"):
@@ -1017,7 +1028,7 @@ def test_kernel_functions_leave_the_planner_out_of_placement_free_tetris_batches
     """A Tetris batch in drop or primitive mode gets kernels generated with a mask function
     that never calls the reach planner (half of its cold compile); a reach batch keeps the
     full write_mask. Checked on the generated sources: nothing is compiled here."""
-    from vecsim.engine.codegen import render_collect_step_source, render_source
+    from vecsim.engine.codegen import fused_source, render_collect_step_source, render_source
     from vecsim.engine.game import load_game
 
     tetris = load_game("vecsim.games.tetris")
@@ -1025,11 +1036,14 @@ def test_kernel_functions_leave_the_planner_out_of_placement_free_tetris_batches
     for mode, stand_in in ((0, "write_mask_without_planner"), (1, "write_mask_without_planner"), (2, None)):
         functions = tetris.kernel_functions(Params(action_mode=mode))
         assert functions == ((("write_mask", stand_in),) if stand_in else ())
-        for text in (render_source(tetris, "float64", True, functions),
-                     render_collect_step_source(tetris, "float64", True, functions)):
-            mask = stand_in or "write_mask"
-            assert "STEP_ENV" not in text and "WRITE_MASK" not in text
-            assert f'"{mask}")' in text and f"_game.{mask}(" in text
+        mask = stand_in or "write_mask"
+        engine_text = render_source(tetris, "float64", True, functions)
+        assert f'"{mask}")' in engine_text and "STEP_ENV" not in engine_text and "WRITE_MASK" not in engine_text
+        # The collector starts jobs with the mask function and steps with the fused step of the same functions.
+        collector_text = render_collect_step_source(tetris, "float64", True, functions)
+        assert f"from {fused_source(tetris, 'float64', functions, False, 'step')[0]} import" in collector_text
+        for text in (engine_text, collector_text):
+            assert f"_game.{mask}(" in text
             if stand_in:
                 assert '"write_mask")' not in text and "_game.write_mask(" not in text
     # The stand-in itself never reaches the planner; the full mask does.

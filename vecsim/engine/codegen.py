@@ -533,6 +533,21 @@ def _keep_one(text: str, per_env: str, runs: str, per_call: int) -> str:
     return re.sub(r"\bRUN_LENGTH\b", str(per_call), text)
 
 
+def _step_by_symbol_or_inlined(text: str, game: GameSpec, precision: str, functions) -> str:
+    """A collector template's ``text`` for ``game``: with ``KernelHints.call_by_symbol``, the
+    engine's fused step module imported (``FUSED_STEP_MODULE``, the same ``functions``) and the
+    ``INLINED STEP`` sections and lines dropped, so the collector compiles no copy of the rules;
+    otherwise the ``FUSED STEP`` sections and ``BY SYMBOL ONLY`` lines dropped."""
+    if game.hints.call_by_symbol:
+        text = re.sub(r"^ *# INLINED STEP BEGIN.*?# INLINED STEP END\n", "", text, flags=re.S | re.M)
+        text = re.sub(r".*# INLINED STEP ONLY.*\n", "", text)
+        text = re.sub(r"\bFUSED_STEP_MODULE\b", fused_source(game, precision, functions, False, "step")[0], text)
+        return re.sub(r"^ *# FUSED STEP (BEGIN|END).*\n|  # BY SYMBOL ONLY.*", "", text, flags=re.M)
+    text = re.sub(r"^ *# FUSED STEP BEGIN.*?# FUSED STEP END\n", "", text, flags=re.S | re.M)
+    text = re.sub(r".*# BY SYMBOL ONLY.*\n", "", text)
+    return re.sub(r"^ *# INLINED STEP (BEGIN|END).*\n|  # INLINED STEP ONLY.*", "", text, flags=re.M)
+
+
 def render_collect_step_source(game: GameSpec, precision: str, discrete: bool, functions=None) -> str:
     """The source text of the per-step collection kernels of ``game`` at ``precision`` for its
     ``Discrete`` (``discrete=True``) or ``Box`` actions, with the stand-ins ``functions``."""
@@ -542,19 +557,17 @@ def render_collect_step_source(game: GameSpec, precision: str, discrete: bool, f
     for mode in ("serial", "parallel"):
         part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
         variants.append(re.sub(r"_MODE\b", f"_{mode}", part))
-    text = _substitute_game(head + "".join(variants) + tail, game, precision, functions)
+    text = _step_by_symbol_or_inlined(_substitute_game(head + "".join(variants) + tail, game, precision, functions),
+                                      game, precision, functions)
     if game.hints.call_by_symbol:  # the engine's fused step steps the slots: one compile of the rules for both
         for section in ("PER SLOT", "SLOT RUNS"):
             text = re.sub(rf"^ *# {section} BEGIN.*?# {section} END\n", "", text, flags=re.S | re.M)
         text = _keep_one(text, "FUSED PER SLOT", "FUSED RUNS", game.hints.envs_per_call)
-        text = re.sub(r"\bFUSED_STEP_MODULE\b", fused_source(game, precision, functions, False, "step")[0], text)
         text = re.sub(r"\bSTEP_ACTIONS\b", "acts32" if discrete else "actions", text)
-        text = re.sub(r"  # BY SYMBOL ONLY.*\n", "\n", text)
     else:
         for section in ("FUSED PER SLOT", "FUSED RUNS"):
             text = re.sub(rf" *# {section} BEGIN.*?# {section} END\n", "", text, flags=re.S)
         text = _keep_one(text, "PER SLOT", "SLOT RUNS", game.hints.envs_per_call)
-        text = re.sub(r".*# BY SYMBOL ONLY.*\n", "", text)
     if not (discrete and game.hints.call_by_symbol):  # only the engine's fused step reads narrowed actions
         text = re.sub(r"\n *acts32\[w\] = actions\[w\]  # NARROW ACTIONS.*", "", text)
     return _pad_signatures(re.sub(r"_KIND\b", f"_{'discrete' if discrete else 'box'}", text))

@@ -46,7 +46,7 @@ from numba import njit, prange
 from vecsim.core.contract import box_finite, discrete_ok, no_mask, no_pre_step
 from vecsim.core.jit import kernel_options
 from vecsim.engine.episode_rows import pad_tail, record_inputs
-from vecsim.engine.fusion import all_legal, step_and_write, step_parts
+from vecsim.engine.fusion import all_legal, step_and_write, step_parts  # INLINED STEP ONLY
 from vecsim.core.rng import mix64, randint, seed_env, uniform
 from vecsim.core.symbol_call import by_symbol  # BY SYMBOL ONLY
 
@@ -60,9 +60,11 @@ from FUSED_STEP_MODULE import step_and_write as _fused_one, step_run as _fused_r
 
 OPTS_SERIAL = kernel_options("PRECISION", False)
 OPTS_PARALLEL = kernel_options("PRECISION", True)
+# INLINED STEP BEGIN (kept for games without KernelHints.call_by_symbol: the rules compiled into the kernels)
 _step_and_write = step_and_write(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
 # Its step and mask as copies inlined into _step_slots, and write_obs (vecsim.engine.fusion.step_parts).
 _step_inline, _write_obs, _mask_inline = step_parts(_game, "STEP_ENV", "PRECISION", "WRITE_MASK")
+# INLINED STEP END
 
 #: Where the actions come from.
 SOURCE_POLICY, SOURCE_TABLE, SOURCE_RANDOM = 0, 1, 2
@@ -190,6 +192,7 @@ def _finish_slot_KIND(r, w, j, t, reward, terminated, max_steps, env_max_steps, 
         record_inputs(j, t + 1, w, obs, masks, obs_out, mask_out)
 
 
+# INLINED STEP BEGIN
 @njit(**OPTS_SERIAL)
 def _step_slots(lo, hi, s, p, run, job_of, step_of, fin, max_steps, env_max_steps, keep_extras, given_lp, given_val,
                 obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out, actions, obs, masks,
@@ -213,6 +216,7 @@ def _step_slots(lo, hi, s, p, run, job_of, step_of, fin, max_steps, env_max_step
         _finish_slot_KIND(r, w, j, t, reward, terminated, max_steps, env_max_steps, keep_extras, given_lp,
                           given_val, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out,
                           actions, obs, masks, step_of, fin)
+# INLINED STEP END
 
 
 @njit(**OPTS_SERIAL)
