@@ -465,8 +465,9 @@ def _reach_mask(s, p, i, masks, hold_ok):
     kicks = 5 if param(p.rotation, i) > 0 else 1
     gravity = np.int64(param(p.gravity, i))
     halves = 2 if param(p.hold, i) > 0 else 1
-    _planner.plan_decision(s.rows, i, np.int64(s.piece[i]), hold_target(s, i), hold_ok, halves, gravity, kicks,
-                           s.cost, s.plan_bits, s.plan_rows)
+    # An int64 env index whatever the caller's (the step's, a reset's, observe's): one compile of the planner.
+    _planner.plan_decision(s.rows, np.int64(i), np.int64(s.piece[i]), hold_target(s, i), hold_ok, halves, gravity,
+                           kicks, s.cost, s.plan_bits, s.plan_rows)
     for h in range(halves):
         base = h * N_POSES
         for k in range(N_POSES):

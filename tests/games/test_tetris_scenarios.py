@@ -191,6 +191,20 @@ def test_t_spin_poses_in_reach_mode():
     assert ev(eng, "lines") == 3 and eng.rewards[0] == 500
 
 
+def test_a_reach_engine_compiles_the_planner_once():
+    """Its step and reset kernels and refresh (``set_board``'s) pass the env index as different
+    integer types; the reach mask hands the planner an int64 one: one compile of the planner
+    (about 20 s), not one per index type."""
+    from numba import types
+    from vecsim.planners.tetris import plan_decision
+
+    eng = engine(action_mode="reach")
+    set_board(eng, 0, TSD_BOARD, piece="T")
+    step(eng, reach_action(*TSD_END))
+    eng.reset(seed=1)
+    assert {signature[1] for signature in plan_decision.dispatcher.overloads} == {types.int64}
+
+
 # ================================================================ tuck under an overhang
 
 TUCK_BOARD = """
