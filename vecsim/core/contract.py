@@ -26,19 +26,22 @@ def _param_overload(value, i):
     return lambda value, i: value
 
 
-@exact
+# These three take a game's State: no cache entry, since one index file would name every game's
+# types, and a process that cannot import one of those games would find it unreadable. They are
+# a line each and compiled into kernels, which are cached whole.
+@exact(cache=False)
 def no_mask(s, p, i, masks):
     """``write_mask`` of a game whose actions are always legal."""
     return
 
 
-@exact
+@exact(cache=False)
 def no_refuse(s, p, i):
     """``refuse_env`` of a game that keeps no step outputs in its state."""
     return
 
 
-@exact
+@exact(cache=False)
 def no_pre_step(s, p, i, actions):
     """``pre_step_env`` of a game that needs no separate pass."""
     return
