@@ -1,0 +1,211 @@
+"""Shadow mode (``games/drmario/shadow.py``): twins that track games played elsewhere, from
+imperfect evidence, and give the coordinator simulation mode's decisions.
+
+The games elsewhere are the emulator capture of the attract demo (the capture's own facts)
+and games on the frame-exact rules fed the twins' scripts (``perception.ExternalGames``); the
+evidence comes through ``perception.Perception`` with 2 frames of capture latency, 0-3 frames of
+latency jitter and 5% of the frames dropped."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vecsim
+from vecsim.games.drmario import perception as P
+from vecsim.games.drmario import decision, rules, shadow
+from vecsim.games.drmario.replay import frames
+from vecsim.games.drmario.state import allocate
+from vecsim.games.drmario.tables import POWER_ON_CYCLE
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "drmario"
+
+
+@pytest.fixture(scope="module")
+def capture():
+    return P.CaptureFacts(DATA / "nes_demo.json", DATA / "nes_demo_inputs.json")
+
+
+def _demo_twins(capture, n):
+    twins = shadow.ShadowTwins(n, level=10, speed="med", driven_by="inputs")
+    twins.start_from(capture.start_state(n))
+    twins.schedule_inputs(np.repeat(capture.buttons[None], n, axis=0))
+    return twins
+
+
+def _replayed_decisions(capture):
+    """Simulation's costs at each decision point of the demo: the inputs replayed on the
+    frame-exact rules, planned at each point where the pill becomes controllable."""
+    s = allocate(1, decision=True)
+    start = capture.start_state(1)
+    shadow.copy_rules_row(s, start, np.int64(0))
+    costs = []
+    for b in capture.buttons:
+        before = s.next_action[0]
+        frames(s, np.array([b], np.int64))
+        if before != rules.FALLING and s.next_action[0] == rules.FALLING:
+            decision.next_decision(s, np.int64(0), np.int64(0))
+            costs.append(s.cost_to_lock[0].copy())
+    return costs
+
+
+def test_the_demo_capture_is_tracked_with_no_false_desync_and_simulations_decisions(capture):
+    n = 3  # three captures of the demo, each with its own jitter and drops
+    twins = _demo_twins(capture, n)
+    perception = P.Perception(n, seed=1, latency_frames=2, jitter_frames=3, drop=0.05)
+    expected = _replayed_decisions(capture)
+    seen = []
+    for f in range(1, capture.frames + 1):
+        before = twins.tracking.decisions.copy()
+        twins.ingest(perception.observe(capture.facts(f, n), f))
+        for i in np.flatnonzero(twins.tracking.decisions != before):
+            seen.append((i, int(twins.tracking.decisions[i]) - 1, twins.plan.cost_to_lock[i].copy()))
+        assert np.all(twins.tracking.desyncs == 0), f"a false desync at frame {f}"
+    assert len(expected) == 43  # the capture's 43 spawns, each a decision point
+    assert len(seen) == n * len(expected)
+    for i, k, cost in seen:
+        np.testing.assert_array_equal(cost, expected[k], err_msg=f"twin {i}, decision {k}")
+    assert np.all(twins.frame == capture.frames)
+    assert np.all(twins.quality & shadow.LOCKED) and np.all(twins.quality & shadow.TIMEBASE_STABLE)
+    assert np.all(twins.quality & shadow.PARTIAL)  # the capture has no pill colors
+    # Capture latency 2 frames plus jitter 1.5 on average, at the NTSC rate.
+    tb = twins.timebase
+    np.testing.assert_allclose(tb.latency * shadow.NTSC_FRAME_RATE, 3.5, atol=0.5)
+    assert np.all(np.abs(tb.drift_ppm) < 500) and np.all(tb.jitter < 2.0)
+
+
+def test_a_perfect_capture_agrees_with_the_demo_at_its_own_frame(capture):
+    """No latency, jitter or drops: every record agrees with the track at exactly its frame
+    (the inputs file reproduces the emulator capture frame by frame)."""
+    twins = _demo_twins(capture, 1)
+    perception = P.Perception(1, latency_frames=0, jitter_frames=0, drop=0.0)
+    for f in range(1, capture.frames + 1):
+        twins.ingest(perception.observe(capture.facts(f), f))
+        assert twins.tracking.mismatch[0] == 0 and twins.tracking.offset[0] == 0, f"frame {f}"
+
+
+def _quickest_low(info, i):
+    """The lowest feasible placement, the quickest of those: games that last."""
+    feasible = np.flatnonzero(info["action_mask"][i])
+    rows = (feasible % 128) // 8
+    low = feasible[rows == rows.max()]
+    return int(low[np.argmin(info["cost_to_lock"][i][low])])
+
+
+def test_a_hundred_simulated_games_no_false_desync_and_the_simulations_decisions():
+    n = 100
+    seeds = POWER_ON_CYCLE[np.arange(n) * 317 + 11]
+    level, speed = 12, 2
+    twins = shadow.ShadowTwins(n, level=level, speed=speed)
+    twins.reset(seeds)
+    games = P.ExternalGames.levels(seeds, level, speed)
+    rng = np.random.default_rng(0)
+
+    def choose(info, i):  # a random feasible placement
+        return int(rng.choice(np.flatnonzero(info["action_mask"][i])))
+
+    run = P.run_decisions(twins, games, P.Perception(n, seed=4), choose, 1800)
+    assert np.all(twins.tracking.desyncs == 0)
+    assert all(not d for d in run.detected)
+    # The same placements in simulation mode give the same decisions, one by one.
+    sim = vecsim.make("DrMario-v0", n, level=level, speed=speed, seed=seeds)
+    sim.reset(seed=0)
+    counts = [len(d) for d in run.decisions]
+    assert min(counts) >= 5
+    for k in range(max(counts)):
+        info = sim.info_arrays
+        actions = np.zeros(n, np.int64)
+        for i in range(n):
+            if k < counts[i]:
+                a, cost, tau = run.decisions[i][k]
+                np.testing.assert_array_equal(cost, info["cost_to_lock"][i], err_msg=f"game {i}, decision {k}")
+                assert tau == info["tau"][i]
+                actions[i] = a
+            elif sim.masks[i].any():
+                actions[i] = np.flatnonzero(sim.masks[i])[0]
+        sim.step(actions)
+    sim.close()
+
+
+@pytest.fixture(scope="module")
+def fault_run():
+    n = 10
+    seeds = POWER_ON_CYCLE[np.arange(n) * 131 + 7]
+    kinds = [("teleport", 0.0), ("flip", 0.0), ("skip", 0.0), ("jump", 0.3), ("jump", -0.2)] * 2
+    faults = [P.Fault(kind, i, 300 + 40 * i, seconds) for i, (kind, seconds) in enumerate(kinds)]
+    twins = shadow.ShadowTwins(n, level=5, speed="low", recovery="hard")
+    twins.reset(seeds)
+    games = P.ExternalGames.levels(seeds, 5, 0)
+    run = P.run_decisions(twins, games, P.Perception(n, seed=3), _quickest_low, 2000, faults=faults)
+    return twins, faults, run
+
+
+def test_every_injected_fault_is_detected_once_and_the_twin_recovers(fault_run):
+    twins, faults, run = fault_run
+    assert np.all(run.injected >= 0)
+    for k, fault in enumerate(faults):
+        i = fault.twin
+        assert len(run.detected[i]) == 1, (fault, run.events[i])
+        delay = run.detected[i][0] - run.injected[k]
+        # A record shows a fault after the capture latency; four disagreeing records declare it.
+        # A clock jump shows only once the facts change: the pill falls a row every 41 frames
+        # at this speed, and the throw of the next pill takes 22 more with no change.
+        assert 0 < delay <= (100 if fault.kind == "jump" else 12), (fault, delay)
+        kinds = [e[0] for e in run.events[i]]
+        assert kinds == ["desync", "soft_resync" if fault.kind == "jump" else "hard_resync"], run.events[i]
+        assert twins.quality[i] & shadow.LOCKED  # back in lock
+    # The soft resyncs moved the timebase by the jump: +0.3 s is 18 frames, -0.2 s is -12.
+    moved = {f.seconds: [e[2] for e in run.events[f.twin] if e[0] == "soft_resync"][0]
+             for f in faults if f.kind == "jump"}
+    assert abs(moved[0.3] + 18) <= 3 and abs(moved[-0.2] - 12) <= 3
+    # A desync's value names what disagreed: a flipped virus shows in cells and virus counts.
+    flip = [e for e in run.events[1] if e[0] == "desync"][0]
+    assert flip[2] & shadow.MISMATCH_CELLS and flip[2] & shadow.MISMATCH_VIRUSES
+
+
+def test_policy_end_and_a_failed_soft_resync_end_the_twin_with_desync():
+    n = 2
+    seeds = POWER_ON_CYCLE[[5, 9]]
+    twins = shadow.ShadowTwins(n, level=12, speed="high", recovery=["end", "soft"])
+    twins.reset(seeds)
+    games = P.ExternalGames.levels(seeds, 12, 2)
+    faults = [P.Fault("flip", 0, 100), P.Fault("flip", 1, 100)]
+    run = P.run_decisions(twins, games, P.Perception(n, seed=5), _quickest_low, 400, faults=faults)
+    assert list(twins.terminal_reason) == [shadow.DESYNC, shadow.DESYNC]
+    assert np.all(twins.scripts_void) and not twins.awaiting.any()
+    assert [len(d) for d in run.detected] == [1, 1]
+
+
+def test_bad_input_is_refused_by_name(capture):
+    with pytest.raises(ValueError, match="recovery must be one of"):
+        shadow.ShadowTwins(2, recovery="later")
+    with pytest.raises(ValueError, match="num_twins must be an int >= 1"):
+        shadow.ShadowTwins(0)
+    with pytest.raises(ValueError, match="level must be an integer in"):
+        shadow.ShadowTwins(1, level=30)
+    twins = shadow.ShadowTwins(2, level=12, speed="high", horizon=100)  # awaiting from the start
+    with pytest.raises(RuntimeError, match="before reset"):
+        twins.ingest(shadow.evidence(2))
+    with pytest.raises(ValueError, match="seed must be"):
+        twins.reset(1)  # off the power-on cycle: the LFSR falls to 0
+    twins.reset(POWER_ON_CYCLE[[3, 4]])
+    ev = shadow.evidence(2)
+    ev.present[:] = True
+    ev.pill_seen[:] = True
+    ev.x[1] = 8
+    with pytest.raises(ValueError, match=r"Evidence.x\[1\]=8 is outside \[0, 7\]"):
+        twins.ingest(ev)
+    with pytest.raises(ValueError, match="Evidence.board must be a C-contiguous uint8"):
+        twins.ingest(ev._replace(board=ev.board.astype(np.int64)))
+    frame_before = twins.frame.copy()
+    with pytest.raises(ValueError, match=r"Evidence.time\[0\]=nan"):
+        twins.ingest(ev._replace(x=np.zeros(2, np.int64), time=np.array([np.nan, 0.0])))
+    np.testing.assert_array_equal(twins.frame, frame_before)  # nothing ran
+    assert twins.awaiting.all()
+    infeasible = int(np.flatnonzero(~twins.action_mask[0])[0])
+    with pytest.raises(ValueError, match=rf"actions\[0\]={infeasible} is infeasible"):
+        twins.decide(np.array([infeasible, 0]))
+    with pytest.raises(ValueError, match=r"actions\[1\]=512 is not a placement"):
+        twins.decide(np.array([0, 512]), np.array([False, True]))
+    with pytest.raises(RuntimeError, match="driven_by='inputs'"):
+        twins.schedule_inputs(np.zeros((2, 4), np.uint8))
