@@ -209,3 +209,13 @@ def test_bad_input_is_refused_by_name(capture):
         twins.decide(np.array([0, 512]), np.array([False, True]))
     with pytest.raises(RuntimeError, match="driven_by='inputs'"):
         twins.schedule_inputs(np.zeros((2, 4), np.uint8))
+
+
+def test_the_benchmark_prints_the_cost_of_a_record_and_refuses_bad_arguments(capsys):
+    from vecsim.bench import drmario_shadow
+
+    drmario_shadow.main(["--twins", "3", "--frames", "40"])
+    out = capsys.readouterr().out
+    assert "shadow ingest, 3 twins" in out and out.count("twins at 60.1 Hz per core") == 2
+    with pytest.raises(ValueError, match="need --twins >= 1"):
+        drmario_shadow.main(["--twins", "0"])
