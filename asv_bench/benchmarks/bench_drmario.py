@@ -99,3 +99,26 @@ class DrMarioDecisionStep(_DrMarioStep):
         return bench.steps_per_second(self.step, num_envs, seconds=0.5)
 
     track_decisions_per_second.unit = "decisions/s"
+
+
+class DrMarioShadowIngest:
+    """Shadow mode: ``ShadowTwins.ingest`` of twins tracking the attract-demo capture through
+    their own evidence streams (``vecsim.bench.drmario_shadow``), records a second of the
+    calling thread's CPU (the ingest kernel is serial: one core)."""
+
+    params = ((256, 1024),)
+    param_names = ("twins",)
+    timeout = 600.0  # a cold cache compiles the shadow kernels and the planner in setup
+
+    def setup(self, twins):
+        from vecsim.bench.drmario_shadow import DATA, track_capture
+        from vecsim.games.drmario.perception import CaptureFacts
+        self.track = track_capture
+        self.capture = CaptureFacts(DATA / "nes_demo.json", DATA / "nes_demo_inputs.json")
+        track_capture(self.capture, 2, 64)
+
+    def track_records_per_second(self, twins):
+        result = self.track(self.capture, twins, 300)
+        return result["records"] / result["cpu"]
+
+    track_records_per_second.unit = "records/s"
