@@ -265,7 +265,7 @@ class Fault(NamedTuple):
 class DecisionRun(NamedTuple):
     """What ``run_decisions`` saw."""
 
-    decisions: list  # per twin: (action, cost_to_lock copy, tau) at each of its decisions
+    decisions: list  # per twin: (action, a copy of its row of ``ShadowTwins.info``) at each of its decisions
     frames: int  # frames played
     injected: np.ndarray  # (len(faults),) int64: the frame each fault was injected before, -1 never
     detected: list  # per twin: the game frames after which a desync was declared
@@ -278,7 +278,8 @@ def run_decisions(twins: ShadowTwins, games: ExternalGames, perception: Percepti
     every twin ends: each twin awaiting a decision gets ``choose(info, i)``'s placement, its
     script goes to its game's actuator, every game plays a frame, the perception records it
     and the twins ingest the records. ``faults``: ``Fault``s, each injected before the first
-    frame from its ``frame`` on where it applies (``seed``: the flipped cells' stream)."""
+    frame from its ``frame`` on where it applies (``seed``: the flipped cells' stream). It reads
+    the twins' telemetry as it goes: their own events (desync, resyncs) are in ``events``."""
     from vecsim.games.drmario.shadow import TM_DESYNC
 
     n = twins.num_twins
@@ -294,7 +295,7 @@ def run_decisions(twins: ShadowTwins, games: ExternalGames, perception: Percepti
             actions = np.zeros(n, np.int64)
             for i in np.flatnonzero(waiting):
                 actions[i] = choose(info, i)
-                decisions[i].append((int(actions[i]), info["cost_to_lock"][i].copy(), int(info["tau"][i])))
+                decisions[i].append((int(actions[i]), {key: np.copy(value[i]) for key, value in info.items()}))
             script = twins.decide(actions, waiting)
             for i in np.flatnonzero(waiting):
                 games.press(i, int(script.start_frame[i]), script.buttons[i, :script.length[i]])

@@ -60,9 +60,10 @@ QUALITY_FLAGS = ("locked", "timebase_stable", "partially_observed", "desync_susp
 MISMATCH_POSE, MISMATCH_SPAWN, MISMATCH_COLORS, MISMATCH_CELLS, MISMATCH_VIRUSES, MISMATCH_CLEARING, \
     MISMATCH_TIME = 1, 2, 4, 8, 16, 32, 64
 MISMATCHES = ("pose", "spawn", "colors", "cells", "viruses", "clearing", "time")
-#: Telemetry kinds: the rules' (``rules.TELEMETRY``, stamped with the track's frames) then the twin's:
-#: ``desync`` (value: the mismatch bits), ``soft_resync`` (value: the frames the timebase moved)
-#: and ``hard_resync`` (value: the spawn id rebuilt from).
+#: Telemetry kinds: the rules' (``rules.TELEMETRY``, stamped with the track's frame count) then the
+#: twin's, stamped with twin frames: ``desync`` (at the declaring record's mapped frame; value: the
+#: mismatch bits), ``soft_resync`` (at the frame re-locked on; value: the frames the timebase
+#: moved) and ``hard_resync`` (at the frame rebuilt at; value: the spawn id rebuilt from).
 TELEMETRY = rules.TELEMETRY + ("desync", "soft_resync", "hard_resync")
 TM_DESYNC, TM_SOFT_RESYNC, TM_HARD_RESYNC = range(len(rules.TELEMETRY), len(TELEMETRY))
 #: Records a soft resync waits, after the desync, for one that shows a change to re-lock on.
@@ -73,6 +74,8 @@ LOCK_AFTER = 3
 FORGET = 0.995
 #: Weight of the nominal frame period in the timebase's fit, in frames squared.
 PERIOD_PRIOR = 1.0e7
+#: Weight of the latency given to ``reset`` against the anchors' (1 each): a guess, gone after a few.
+START_WEIGHT = 0.05
 #: Indices into ``Tracking.timebase``.
 TB_W, TB_F, TB_T, TB_FF, TB_FT, TB_A, TB_B, TB_VAR, TB_ANCHORS = range(9)
 #: Observable word of a frame: bit fields of the facts a record can carry.
@@ -154,7 +157,7 @@ def tile_class(v):
     return 4 + (v & 3)
 
 
-@exact
+@exact(inline="always")
 def observable_word(s, i):
     """The facts of env ``i`` a record can carry, packed (``_X`` .. ``_VIRUS_SHIFT``)."""
     vy = vr = vb = 0
@@ -187,7 +190,7 @@ _VIRUS_BITS = ((1 << 21) - 1) << _VIRUS_SHIFT
 _CELL_BITS = 1 << 60  # a marker bit: the record reported cells
 
 
-@exact
+@exact(inline="always")
 def record_word(ev, i):
     """The facts record ``i`` carries as an observable word, and the mask of the fields it
     carries (``_CELL_BITS`` when it reports cells)."""
@@ -216,7 +219,7 @@ def record_word(ev, i):
     return word, seen
 
 
-@exact
+@exact(inline="always")
 def mismatch_bits(tr, ev, i, frame, word, seen):
     """What record ``i`` (``word``/``seen``: ``record_word``) disagrees on with the track's
     ``frame`` (kept in the history), as MISMATCH_* bits; 0 agreed."""
@@ -243,7 +246,7 @@ def mismatch_bits(tr, ev, i, frame, word, seen):
 
 # --- the track --------------------------------------------------------------------------------
 
-@exact
+@exact(inline="always")
 def remember(track, tr, i):
     """Keep the track's current frame in the history."""
     slot = tr.frame[i] % HISTORY
@@ -267,7 +270,7 @@ def advance_track(track, plan, tr, i, target, telemetry):
             follow_decision(plan, track, tr, i)
 
 
-@exact
+@exact(inline="always")
 def follow_decision(plan, track, tr, i):
     """A twin driven by given inputs: the plan becomes the track at its new decision point,
     planned there (the outputs simulation mode has at the same point)."""
@@ -277,7 +280,7 @@ def follow_decision(plan, track, tr, i):
     tr.decisions[i] += 1
 
 
-@exact
+@exact(inline="always")
 def best_frame(tr, ev, i, word, seen, lo, hi, mapped):
     """The frame in ``[lo, hi]`` (within the history) that agrees with record ``i`` nearest to
     ``mapped``; returns ``(frame, 0)``, or ``(-1, bits)`` with the bits of the nearest
@@ -302,7 +305,7 @@ def best_frame(tr, ev, i, word, seen, lo, hi, mapped):
 
 # --- the timebase -----------------------------------------------------------------------------
 
-@exact
+@exact(inline="always")
 def timebase_solve(tb):
     """``a`` and ``b`` of ``t = a + b * frame`` from the sums, the period pulled to its prior."""
     period = tb[TB_B]
@@ -315,17 +318,19 @@ def timebase_solve(tb):
     tb[TB_B] = b
 
 
-@exact
-def timebase_restart(tb, frame, t, period):
-    """Forget every anchor: one at (``frame``, ``t``), the period ``period``."""
-    tb[TB_W], tb[TB_F], tb[TB_T], tb[TB_FF], tb[TB_FT] = 1.0, frame, t, frame * frame, frame * t
+@exact(inline="always")
+def timebase_restart(tb, frame, t, period, weight):
+    """Forget every anchor: one at (``frame``, ``t``) of ``weight`` (an anchor weighs 1), the
+    period ``period``."""
+    tb[TB_W], tb[TB_F], tb[TB_T], tb[TB_FF], tb[TB_FT] = weight, weight * frame, weight * t, \
+        weight * frame * frame, weight * frame * t
     tb[TB_A] = t - period * frame
     tb[TB_B] = period
     tb[TB_VAR] = 0.0
     tb[TB_ANCHORS] = 0.0
 
 
-@exact
+@exact(inline="always")
 def timebase_anchor(tb, frame, t):
     """Add the anchor (``frame``, ``t``): the residual feeds the variance, then the fit."""
     residual = (t - tb[TB_A] - tb[TB_B] * frame) / tb[TB_B]
@@ -348,7 +353,7 @@ def mapped_frame(tb, t):
 
 # --- rebuilding and re-planning -----------------------------------------------------------------
 
-@exact
+@exact(inline="always")
 def copy_rules_row(dst, src, i):
     """Env ``i``'s rules state (not decision mode's outputs) from ``src`` into ``dst``."""
     for k in range(128):
@@ -368,7 +373,7 @@ def copy_rules_row(dst, src, i):
         dst.frame_events[i, k] = 0
 
 
-@exact
+@exact(inline="always")
 def replan_from_track(plan, track, tr, i, lead):
     """Put the plan at the track's frame, then ``lead`` frames of no input (time for the
     coordinator's answer to reach the game) and on with no input to the next decision point,
@@ -390,7 +395,7 @@ def replan_from_track(plan, track, tr, i, lead):
     tr.awaiting[i] = 1 if plan.outcome[i] == rules.PLAYING else 0
 
 
-@exact
+@exact(inline="always")
 def rebuild(track, tr, ev, i, frame):
     """The track rebuilt at ``frame`` from record ``i`` of a pill just spawned: its board, pose,
     colors and spawn id; the gravity counter is 0 at every spawn, the reserve the level's, the
@@ -493,7 +498,7 @@ def ingest_one(track, plan, tr, ev, i, window, desync_after, min_confidence, har
         quality |= DESYNC_SUSPECTED
         if tr.streak[i] == desync_after:
             tr.desyncs[i] += 1
-            push_event(telemetry, i, TM_DESYNC, tr.frame[i], bits)
+            push_event(telemetry, i, TM_DESYNC, mapped, bits)
             # A soft resync only for a twin locked since its last desync: else the last one did
             # not hold, and the timebase is not what is wrong.
             tr.soft_pending[i] = 1 if tr.policy[i] != END and tr.relocked[i] == 1 else 0
@@ -517,7 +522,7 @@ def ingest_one(track, plan, tr, ev, i, window, desync_after, min_confidence, har
         tr.reason[i] = track.outcome[i]
 
 
-@exact
+@exact(inline="always")
 def full_board(ev, i):
     for k in range(128):
         if not ev.cells_seen[i, k]:
@@ -525,7 +530,7 @@ def full_board(ev, i):
     return True
 
 
-@exact
+@exact(inline="always")
 def escalate(tr, i):
     """A desync the timebase does not explain: a hard resync (waiting for a spawn to rebuild
     from; the twin's scripts are void, the actuator stops), or, by policy, the twin's end."""
@@ -538,7 +543,7 @@ def escalate(tr, i):
         tr.reason[i] = DESYNC
 
 
-@exact
+@exact(inline="always")
 def soft_resync(track, plan, tr, ev, i, word, seen, mapped, telemetry):
     """Re-lock the timebase on record ``i``: the frame of the history (played ahead as far as
     the inputs are known) where the facts it shows first appear, for a record whose facts
@@ -557,7 +562,7 @@ def soft_resync(track, plan, tr, ev, i, word, seen, mapped, telemetry):
     if frame == lowest:
         return 0
     tb = tr.timebase[i]
-    timebase_restart(tb, frame, ev.time[i], tb[TB_B])
+    timebase_restart(tb, frame, ev.time[i], tb[TB_B], 1.0)
     tr.streak[i] = 0
     tr.agreed[i] = 0
     tr.mismatch[i] = 0
@@ -653,7 +658,7 @@ class Timebase(NamedTuple):
     latency: np.ndarray  # (N,) float64: seconds from a frame's start (``reset``'s clock) to its capture
     period: np.ndarray  # (N,) float64: seconds a frame, as the external clock counts them
     drift_ppm: np.ndarray  # (N,) float64: the period against the NTSC frame rate's, parts per million
-    jitter: np.ndarray  # (N,) float64: RMS residual of the anchors, frames
+    jitter_frames: np.ndarray  # (N,) float64: RMS residual of the anchors, frames
     anchors: np.ndarray  # (N,) int64: anchors fitted since the last (re)start
 
 
@@ -788,7 +793,7 @@ class ShadowTwins:
         tr.consistency[:] = 1.0
         tr.start_time[:] = t0
         for i in range(n):
-            timebase_restart(tr.timebase[i], 0.0, t0[i] + lat[i], 1.0 / NTSC_FRAME_RATE)
+            timebase_restart(tr.timebase[i], 0.0, t0[i] + lat[i], 1.0 / NTSC_FRAME_RATE, START_WEIGHT)
         start_kernel(self.track, self.plan, tr, np.int64(0))
         self._started = True
 
@@ -808,13 +813,15 @@ class ShadowTwins:
     @property
     def info(self) -> dict:
         """Decision mode's outputs at each twin's current decision, as ``DrMario-v0``'s info
-        (views of the plan's fields): ``cost_to_lock``, ``tau``, ``pill_colors``, ... and
-        ``action_mask``."""
+        (views of the plan's fields): ``cost_to_lock``, ``tau``, ``pill_colors``, ... ,
+        ``action_mask``, and ``events`` (N, 8) int64, the ``DrMario-v0`` ``EVENTS`` counters
+        of the step that reached the decision."""
         from vecsim.games.drmario import DECISION_INFO
 
         out = {key: getattr(self.plan, field) for key, field in DECISION_INFO.items()}
         out["terminal_reason"] = self.plan.outcome
         out["score"] = self.plan.score
+        out["events"] = self.plan.frame_events
         out["action_mask"] = self.action_mask
         return out
 
