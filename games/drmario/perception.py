@@ -337,3 +337,56 @@ def _take_events(twins: ShadowTwins, events: list, first_kind: int) -> None:
     for i, kind, stamp, value in zip(got.env, got.kind, got.stamp, got.value):
         if kind >= first_kind:
             events[i].append((got.names[kind], int(stamp), int(value)))
+
+
+def run_capture(twins: ShadowTwins, capture: CaptureFacts, perception: Perception, faults=(),
+                frames: int | None = None) -> DecisionRun:
+    """Twins driven by the capture's inputs (``driven_by="inputs"``, started with
+    ``capture.start_state`` and ``capture.buttons`` scheduled) track the capture frame by
+    frame, through ``perception``. ``faults`` change what the twins are shown from their frame
+    on: ``"teleport"`` the pill one column over until the next spawn, ``"flip"`` the color of a
+    virus while the capture still has it, ``"skip"`` the spawn ids (one more), ``"jump"`` the
+    clock. Returns a ``DecisionRun`` with no decisions."""
+    from vecsim.games.drmario.shadow import TM_DESYNC
+
+    n = twins.num_twins
+    last = capture.frames if frames is None else min(frames, capture.frames)
+    events = [[] for _ in range(n)]
+    detected = [[] for _ in range(n)]
+    injected = np.full(len(faults), -1, np.int64)
+    flipped = {}  # twin -> (cell, the capture's byte there, the byte shown)
+    for f in range(1, last + 1):
+        facts = capture.facts(f, n)
+        for k, fault in enumerate(faults):
+            i = fault.twin
+            if f < fault.frame:
+                continue
+            if fault.kind == "jump" and injected[k] < 0:
+                perception.clock_jump[i], perception.jump_frame[i] = fault.seconds, f
+            elif fault.kind == "skip":
+                facts.spawn_id[i] += 1
+            elif fault.kind == "teleport":
+                if injected[k] >= 0 and facts.spawn_id[i] != capture.spawn_id[injected[k] - 1]:
+                    continue  # the next pill
+                facts.x[i] = facts.x[i] + 1 if facts.x[i] < 6 else facts.x[i] - 1
+            elif fault.kind == "flip":
+                if i not in flipped:
+                    cells = np.flatnonzero((facts.board[i] & 0xF0) == VIRUS)
+                    if cells.size == 0:
+                        continue
+                    cell = int(cells[0])
+                    flipped[i] = (cell, facts.board[i, cell], VIRUS | ((int(facts.board[i, cell] & 3) + 1) % 3))
+                cell, byte, shown = flipped[i]
+                if facts.board[i, cell] == byte:
+                    facts.board[i, cell] = shown
+                    facts.viruses[i], facts.clearing[i] = (a[0] for a in board_facts(facts.board[i][None]))
+            if injected[k] < 0:
+                injected[k] = f
+        desyncs = twins.tracking.desyncs.copy()
+        twins.ingest(perception.observe(facts, f))
+        for i in np.flatnonzero(twins.tracking.desyncs != desyncs):
+            detected[i].append(f)
+        if f % 256 == 0:
+            _take_events(twins, events, TM_DESYNC)
+    _take_events(twins, events, TM_DESYNC)
+    return DecisionRun([[] for _ in range(n)], last, injected, detected, events)

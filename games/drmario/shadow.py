@@ -397,14 +397,16 @@ def replan_from_track(plan, track, tr, i, lead):
 
 @exact(inline="always")
 def rebuild(track, tr, ev, i, frame):
-    """The track rebuilt at ``frame`` from record ``i`` of a pill just spawned: its board, pose,
-    colors and spawn id; the gravity counter is 0 at every spawn, the reserve the level's, the
-    frame counter runs on from the track's, and no button is held (the actuator stopped at the
-    desync). False (nothing changed) when the record's pill is not the reserve's pill for that
-    spawn id."""
+    """The track rebuilt at ``frame`` from record ``i`` of a pill just spawned: its board, pose
+    and spawn id (the pill is the reserve's for that id); the gravity counter is 0 at every
+    spawn, the frame counter runs on from the track's, and the buttons held are the given
+    input of ``frame`` (none for a twin driven by decisions: the actuator stopped at the
+    desync). False (nothing changed) when the record shows colors that are not that pill's."""
     p = ev.spawn_id[i]
-    falling = ev.colors[i, 0] * 3 + ev.colors[i, 1]
-    if p < 1 or track.reserve[i, (p - 1) & 127] != falling:
+    if p < 1:
+        return False
+    falling = track.reserve[i, (p - 1) & 127]
+    if ev.colors[i, 0] >= 0 and ev.colors[i, 1] >= 0 and ev.colors[i, 0] * 3 + ev.colors[i, 1] != falling:
         return False
     viruses = 0
     for k in range(128):
@@ -420,7 +422,7 @@ def rebuild(track, tr, ev, i, frame):
     track.speed_ups[i] = min(p // 10, MAX_SPEED_UPS)
     track.speed_counter[i] = 0
     track.hor_velocity[i] = 0
-    track.held[i] = 0
+    track.held[i] = tr.schedule[i, frame % SCHEDULE] if tr.driven[i] == INPUTS else 0
     track.fc[i] = (track.fc[i] + frame - tr.frame[i]) & 0xFF
     track.frame_count[i] += frame - tr.frame[i]
     track.next_action[i] = rules.SEND_FINISHED
@@ -450,7 +452,7 @@ def ingest_one(track, plan, tr, ev, i, window, desync_after, min_confidence, har
     if tr.resyncing[i] == 1:
         if (ev.confidence[i] >= hard_confidence and ev.pill_seen[i] and ev.x[i] == SPAWN_X and ev.y[i] == SPAWN_Y
                 and ev.rot[i] == 0 and ev.spawn_id[i] != ((tr.last_word[i] & _SPAWN_BITS) >> _SPAWN)
-                and ev.colors[i, 0] >= 0 and ev.colors[i, 1] >= 0 and full_board(ev, i)
+                and full_board(ev, i)
                 and rebuild(track, tr, ev, i, max(mapped, 0))):
             tr.frame[i] = max(mapped, 0)
             tr.history_from[i] = tr.frame[i]
@@ -533,12 +535,13 @@ def full_board(ev, i):
 @exact(inline="always")
 def escalate(tr, i):
     """A desync the timebase does not explain: a hard resync (waiting for a spawn to rebuild
-    from; the twin's scripts are void, the actuator stops), or, by policy, the twin's end."""
+    from; a twin's own scripts are void, its actuator stops), or, by policy, the twin's end."""
     tr.awaiting[i] = 0
     if tr.policy[i] == HARD:
         tr.resyncing[i] = 1
-        for f in range(tr.frame[i] + 1, tr.scheduled_to[i] + 1):
-            tr.schedule[i, f % SCHEDULE] = 0
+        if tr.driven[i] == DECISIONS:  # given inputs stay: the game still gets them
+            for f in range(tr.frame[i] + 1, tr.scheduled_to[i] + 1):
+                tr.schedule[i, f % SCHEDULE] = 0
     else:
         tr.reason[i] = DESYNC
 

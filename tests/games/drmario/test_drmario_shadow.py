@@ -84,6 +84,26 @@ def test_a_perfect_capture_agrees_with_the_demo_at_its_own_frame(capture):
         assert twins.tracking.mismatch[0] == 0 and twins.tracking.offset[0] == 0, f"frame {f}"
 
 
+def test_faults_shown_in_the_capture_are_each_detected_and_clean_twins_stay_locked(capture):
+    n = 7
+    twins = _demo_twins(capture, n)
+    faults = [P.Fault("teleport", 0, 700), P.Fault("flip", 1, 900), P.Fault("skip", 2, 1100),
+              P.Fault("jump", 3, 1300, 0.3), P.Fault("jump", 4, 1500, -0.2)]
+    run = P.run_capture(twins, capture, P.Perception(n, seed=7), faults, frames=2000)
+    for k, fault in enumerate(faults):
+        i = fault.twin
+        delay = run.detected[i][0] - run.injected[k]
+        assert 0 < delay <= 12, (fault, run.detected[i])
+        if fault.kind == "jump":  # re-locked on the frame the jump moved: +0.3 s, 18 frames back
+            moved = [e[2] for e in run.events[i] if e[0] == "soft_resync"]
+            assert abs(moved[0] + round(fault.seconds * shadow.NTSC_FRAME_RATE)) <= 2, run.events[i]
+            assert twins.quality[i] & shadow.LOCKED
+    # Rebuilt at the next spawn (the capture shows no colors: the pill is the reserve's); the
+    # pill locks where the capture's did, and the twin is locked again.
+    assert [e[0] for e in run.events[0]] == ["desync", "hard_resync"] and twins.quality[0] & shadow.LOCKED
+    assert not run.detected[5] and not run.detected[6] and np.all(twins.quality[5:] & shadow.LOCKED)
+
+
 def _quickest_low(info, i):
     """The lowest feasible placement, the quickest of those: games that last."""
     feasible = np.flatnonzero(info["action_mask"][i])
