@@ -265,7 +265,7 @@ class Fault(NamedTuple):
 class DecisionRun(NamedTuple):
     """What ``run_decisions`` saw."""
 
-    decisions: list  # per twin: (action, a copy of its row of ``ShadowTwins.info``) at each of its decisions
+    decisions: list  # per twin: (action, its row of ``ShadowTwins.info`` and "obs") at each of its decisions
     frames: int  # frames played
     injected: np.ndarray  # (len(faults),) int64: the frame each fault was injected before, -1 never
     detected: list  # per twin: the game frames after which a desync was declared
@@ -292,10 +292,13 @@ def run_decisions(twins: ShadowTwins, games: ExternalGames, perception: Percepti
         waiting = twins.awaiting
         if waiting.any():
             info = twins.info
+            obs = twins.observations
             actions = np.zeros(n, np.int64)
             for i in np.flatnonzero(waiting):
                 actions[i] = choose(info, i)
-                decisions[i].append((int(actions[i]), {key: np.copy(value[i]) for key, value in info.items()}))
+                row = {key: np.copy(value[i]) for key, value in info.items()}
+                row["obs"] = obs[i]
+                decisions[i].append((int(actions[i]), row))
             script = twins.decide(actions, waiting)
             for i in np.flatnonzero(waiting):
                 games.press(i, int(script.start_frame[i]), script.buttons[i, :script.length[i]])

@@ -697,11 +697,16 @@ class ShadowTwins:
         (the time a decision takes to reach the game); default 8.
     telemetry : int
         Records per twin in the telemetry ring (``TELEMETRY`` kinds); default 1024.
+    buffers : dict, optional
+        Caller-owned arrays for decision outputs, by ``info`` key (``"cost_to_lock"``,
+        ``"tau"``, ``"pill_colors"``, ...: ``DrMario-v0``'s decision info), each C-contiguous,
+        writeable, of that output's shape with ``num_twins`` rows and its dtype: the twins
+        write into them, and ``info`` returns them.
     """
 
     def __init__(self, num_twins: int, *, level=0, speed="med", recovery="hard", driven_by: str = "decisions",
                  window: int = 4, desync_after: int = 4, min_confidence: float = 0.5, hard_confidence: float = 0.9,
-                 horizon: int = 30, lead: int = 8, telemetry: int = 1024):
+                 horizon: int = 30, lead: int = 8, telemetry: int = 1024, buffers: dict | None = None):
         from vecsim.engine.telemetry import Telemetry, check_capacity
         from vecsim.games import drmario
         from vecsim.games.drmario.state import allocate
@@ -731,7 +736,7 @@ class ShadowTwins:
                 raise ValueError(f"ShadowTwins {name} must be a number in [0, 1], but got {name}={v!r}")
         self.min_confidence, self.hard_confidence = float(min_confidence), float(hard_confidence)
         self.track = allocate(n)
-        self.plan = allocate(n, decision=True)
+        self.plan = _with_buffers(allocate(n, decision=True), buffers)
         zeros = lambda *shape, dtype=np.int64: np.zeros((n,) + shape, dtype)  # noqa: E731
         self.tracking = Tracking(
             frame=zeros(), plan_frame=zeros(), awaiting=zeros(),
@@ -827,6 +832,20 @@ class ShadowTwins:
         out["events"] = self.plan.frame_events
         out["action_mask"] = self.action_mask
         return out
+
+    @property
+    def observations(self) -> np.ndarray:
+        """(N, 136) uint8: each twin's ``DrMario-v0`` observation at its current decision (the
+        bottle, the pill's column, row from the top, rotation and colors, the preview's colors,
+        1 while the pill is controllable)."""
+        p = self.plan
+        obs = np.empty((self.num_twins, 136), np.uint8)
+        obs[:, :128] = p.board
+        columns = (p.x, 15 - p.y, p.rot, p.falling // 3, p.falling % 3, p.next_pill // 3, p.next_pill % 3,
+                   p.next_action == rules.FALLING)
+        for k, column in enumerate(columns):
+            obs[:, 128 + k] = column
+        return obs
 
     def decide(self, actions, which=None) -> Script:
         """Play placement ``actions[i]`` (``DrMario-v0``'s decision actions) on each twin ``i``
@@ -947,6 +966,30 @@ class ShadowTwins:
     def _check_started(self, what: str) -> None:
         if not self._started:
             raise RuntimeError(f"ShadowTwins.{what} before reset() or start_from()")
+
+
+def _with_buffers(plan: State, buffers) -> State:
+    """``plan`` with the caller's arrays in place of its decision outputs (``buffers`` by info
+    key), each checked."""
+    from vecsim.games.drmario import DECISION_INFO
+
+    if buffers is None:
+        return plan
+    if not isinstance(buffers, dict):
+        raise ValueError(f"ShadowTwins buffers must be a dict of arrays by info key, but got {type(buffers).__name__}")
+    fields = {}
+    for key, array in buffers.items():
+        if key not in DECISION_INFO:
+            raise ValueError(f"ShadowTwins buffers[{key!r}]: not a decision output; one of {sorted(DECISION_INFO)}")
+        own = getattr(plan, DECISION_INFO[key])
+        if (not isinstance(array, np.ndarray) or array.shape != own.shape or array.dtype != own.dtype
+                or not array.flags.c_contiguous or not array.flags.writeable):
+            got = f"shape {array.shape} dtype {array.dtype}" if isinstance(array, np.ndarray) else type(array).__name__
+            raise ValueError(f"ShadowTwins buffers[{key!r}] must be a C-contiguous writeable {own.dtype} array of "
+                             f"shape {own.shape}, but got {got}")
+        array[...] = own
+        fields[DECISION_INFO[key]] = array
+    return plan._replace(**fields)
 
 
 def _positive_int(name: str, value, low: int = 1) -> int:

@@ -141,6 +141,7 @@ def test_a_hundred_simulated_games_no_false_desync_and_the_simulations_decisions
                 for key, value in info.items():  # the mask, costs, tau and every other output
                     np.testing.assert_array_equal(twin_info[key], value[i], err_msg=f"{key}: game {i}, decision {k}")
                 np.testing.assert_array_equal(twin_info["action_mask"], sim.masks[i])
+                np.testing.assert_array_equal(twin_info["obs"], sim.obs[i])
                 actions[i] = a
             elif sim.masks[i].any():
                 actions[i] = np.flatnonzero(sim.masks[i])[0]
@@ -230,6 +231,21 @@ def test_bad_input_is_refused_by_name(capture):
         twins.decide(np.array([0, 512]), np.array([False, True]))
     with pytest.raises(RuntimeError, match="driven_by='inputs'"):
         twins.schedule_inputs(np.zeros((2, 4), np.uint8))
+    with pytest.raises(ValueError, match=r"buffers\['tau'\] must be a C-contiguous writeable int64 array of shape \(2,\)"):
+        shadow.ShadowTwins(2, buffers={"tau": np.zeros(3, np.int64)})
+    with pytest.raises(ValueError, match="not a decision output"):
+        shadow.ShadowTwins(2, buffers={"obs": np.zeros(2)})
+
+
+def test_decision_outputs_go_into_the_callers_buffers():
+    n = 2
+    costs, tau = np.zeros((n, 512), np.uint16), np.full(n, -1, np.int64)
+    twins = shadow.ShadowTwins(n, level=12, speed="high", horizon=100, buffers={"cost_to_lock": costs, "tau": tau})
+    twins.reset(POWER_ON_CYCLE[[3, 4]])
+    assert twins.info["cost_to_lock"] is costs and np.any(costs != decision.UNREACHABLE)
+    quickest = np.where(twins.action_mask, costs, 0xFFFF).argmin(axis=1)
+    twins.decide(quickest)
+    assert np.all(tau > 0) and twins.info["tau"] is tau  # the step's frames, written in place
 
 
 def test_the_benchmark_prints_the_cost_of_a_record_and_refuses_bad_arguments(capsys):
