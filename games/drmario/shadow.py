@@ -707,7 +707,7 @@ class ShadowTwins:
     def __init__(self, num_twins: int, *, level=0, speed="med", recovery="hard", driven_by: str = "decisions",
                  window: int = 4, desync_after: int = 4, min_confidence: float = 0.5, hard_confidence: float = 0.9,
                  horizon: int = 30, lead: int = 8, telemetry: int = 1024, buffers: dict | None = None):
-        from vecsim.engine.telemetry import Telemetry, check_capacity
+        from vecsim.core.telemetry import Telemetry, check_capacity
         from vecsim.games import drmario
         from vecsim.games.drmario.state import allocate
 

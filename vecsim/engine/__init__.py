@@ -7,7 +7,7 @@ from vecsim.engine.abi import PROTOCOL_VERSION, BufferField, BufferSet, BufferSp
 from vecsim.engine.engine import NEXT_STEP, NO_RESET, SAME_STEP, Engine
 from vecsim.engine.reset_mask import ResetMask
 from vecsim.engine.step_result import StepResult
-from vecsim.engine.telemetry import Telemetry, TelemetryEvents
+from vecsim.core.telemetry import Telemetry, TelemetryEvents
 
 __all__ = ["Engine", "ResetMask", "StepResult", "NEXT_STEP", "SAME_STEP", "NO_RESET", "BufferSpec", "BufferField",
            "BufferSet", "Capability", "PROTOCOL_VERSION", "Telemetry", "TelemetryEvents"]

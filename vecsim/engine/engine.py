@@ -30,7 +30,7 @@ from vecsim.engine.reset_mask import ResetMask
 from vecsim.engine.reset_params import params_after_reset
 from vecsim.engine.step_result import StepResult
 from vecsim.engine.step_status import ALIASED_ARRAY, BAD_ACTION, FINISHED_ENV, FORM_REFUSALS, ILLEGAL_ACTION, split_status
-from vecsim.engine.telemetry import Telemetry, check_capacity
+from vecsim.core.telemetry import Telemetry, check_capacity
 from vecsim.core.scratch import start_thread_pool
 from vecsim.engine.threads import threading_layer
 
@@ -264,7 +264,7 @@ class Engine:
         another; a ``BufferSet`` made for another protocol version or capability set is
         refused. The engine writes its starting values into them.
     telemetry : int or None
-        Records per env of a telemetry ring (``vecsim.engine.telemetry``; for a game that
+        Records per env of a telemetry ring (``vecsim.core.telemetry``; for a game that
         declares ``TELEMETRY``), read with ``telemetry.read()``; ``None`` (default): no ring,
         and the kernels of a game without telemetry.
     invalid_action : {"raise", "flag"}
@@ -463,7 +463,7 @@ class Engine:
         # caller may write into). See the template's step_table.
         self._obs_stale = np.array([2 if buffers else 1], dtype=np.uint8)
         ring = self._adopt_buffers(buffers) if buffers else {}
-        #: The telemetry rings and their reader (``vecsim.engine.telemetry.Telemetry``), or None.
+        #: The telemetry rings and their reader (``vecsim.core.telemetry.Telemetry``), or None.
         self.telemetry = None if not capacity else Telemetry(
             n, capacity, self.game.telemetry_events, self.elapsed, ring.get("telemetry_records"),
             ring.get("telemetry_written"))
