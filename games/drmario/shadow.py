@@ -18,11 +18,13 @@ its timebase (``t = a + b * frame``, fitted by weighted least squares with forge
 first frame at which the track shows the new facts), looks for a frame within ``window`` of it
 whose facts agree, and counts the records that agree with none. ``desync_after`` of those in
 a row (each at least ``min_confidence``) is a desync: a ``desync`` telemetry event, then the
-twin's recovery policy: ``"soft"`` re-locks the timebase on the frame of the track's history
-that explains the record; ``"hard"`` does that or else rebuilds both rows from the first
-high-confidence record of a newly spawned pill (the gravity counter is 0 at every spawn, so
-the board, the pill and its spawn id pin the whole state down); ``"end"`` (or a failed soft
-resync) ends the twin with ``terminal_reason`` ``DESYNC``.
+twin's recovery policy. ``"soft"`` re-locks the timebase on the next record that shows a change,
+at the frame of the track's history where that change first appears (the clock moved, not the
+game); ``"hard"`` does that too, or, when no frame of the history explains the records (or the
+twin had not locked again since its last desync), rebuilds both rows from the first
+high-confidence record of a newly spawned pill (the gravity counter is 0 at every spawn, so the
+board, the pill and its spawn id pin the whole state down; meanwhile ``scripts_void``);
+``"end"``, or a soft resync that cannot, ends the twin with ``terminal_reason`` ``DESYNC``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-
 
 from vecsim.core.jit import exact
 from vecsim.core.scratch import thread_row
@@ -779,8 +780,8 @@ class ShadowTwins:
         if not isinstance(state, State) or state.x.shape != (self.num_twins,):
             got = type(state).__name__ if not isinstance(state, State) else f"a State of {state.x.shape[0]} rows"
             raise ValueError(f"ShadowTwins.start_from takes a drmario State of {self.num_twins} rows, but got {got}")
-        for i in range(self.num_twins):
-            copy_rules_row(self.track, state, np.int64(i))
+        _check_rules_state(state)
+        copy_rules_rows(self.track, state)
         self._start(start_time, latency)
 
     def _start(self, start_time, latency) -> None:
@@ -966,6 +967,34 @@ class ShadowTwins:
     def _check_started(self, what: str) -> None:
         if not self._started:
             raise RuntimeError(f"ShadowTwins.{what} before reset() or start_from()")
+
+
+#: The rules' own fields of a ``State`` (``copy_rules_row`` copies them), before the event counters.
+RULES_FIELDS = State._fields[:State._fields.index("frame_events")]
+
+
+def copy_rules_rows(dst: State, src: State) -> None:
+    """Every row's rules state (``RULES_FIELDS``) from ``src`` into ``dst``, event counters
+    cleared: ``copy_rules_row`` from Python, without compiling it."""
+    for name in RULES_FIELDS:
+        getattr(dst, name)[:] = getattr(src, name)
+    dst.frame_events[:] = 0
+
+
+#: The range of each rules field a kernel indexes or branches on (``start_from`` checks them).
+_RULES_RANGES = dict(reserve=(0, 8), level=(0, 24), speed=(0, 2), speed_ups=(0, 49), speed_counter=(0, 255),
+                     hor_velocity=(0, 15), x=(0, 7), y=(0, 15), rot=(0, 3), falling=(0, 8), next_pill=(0, 8),
+                     reserve_index=(0, 127), pills_sent=(0, 1 << 30), fc=(0, 255), held=(0, 255),
+                     next_action=(0, 6), placed_step=(0, 8), status=(0, 255), thrown=(0, 255), outcome=(0, 4),
+                     virus_left=(0, 128))
+
+
+def _check_rules_state(state: State) -> None:
+    for name, (lo, hi) in _RULES_RANGES.items():
+        a = getattr(state, name)
+        bad = np.flatnonzero(np.any(((a < lo) | (a > hi)).reshape(a.shape[0], -1), axis=1))
+        if bad.size:
+            raise ValueError(f"ShadowTwins.start_from: state.{name}[{bad[0]}] is outside [{lo}, {hi}]")
 
 
 def _with_buffers(plan: State, buffers) -> State:

@@ -66,16 +66,21 @@ def warmup_timed(game_id: str, precision: str = "float64") -> float:
 
 
 def compile_weight(game_id: str) -> int:
-    """A guess at how long a game's kernels take to compile: the size of its own source (a
-    game package's every file), which puts a game package far ahead of a one-module game."""
+    """A guess at how long a game's kernels take to compile: the size of the source they can
+    reach beyond vecsim's core and engine (the game's module and every file it imports, its
+    planner's too; ``kernel_cache.reachable_sources``), which puts Dr. Mario and Tetris far
+    ahead of a classic game, and leaves out a game package's files its kernels never import."""
     import pathlib
 
     import vecsim
+    from vecsim.core.kernel_cache import reachable_sources
 
     module = vecsim.resolve(game_id).module
-    roots = [pathlib.Path(p) for p in getattr(module, "__path__", [])]
-    files = [f for root in roots for f in root.rglob("*.py")] if roots else [pathlib.Path(module.__file__)]
-    return sum(f.stat().st_size for f in files)
+    path = pathlib.Path(module.__file__).resolve()
+    package = module.__name__ if hasattr(module, "__path__") else module.__name__.rpartition(".")[0]
+    shared = tuple(str(pathlib.Path(vecsim.__file__).resolve().parent / name) for name in ("core", "engine"))
+    files = {path, *reachable_sources(path.read_text(), package)}
+    return sum(f.stat().st_size for f in files if not str(f).startswith(shared))
 
 
 def map_in_processes(fn, items: list, jobs: int, progress: Progress | None = None,

@@ -38,7 +38,7 @@ def _replayed_decisions(capture):
     frame-exact rules, planned at each point where the pill becomes controllable."""
     s = allocate(1, decision=True)
     start = capture.start_state(1)
-    shadow.copy_rules_row(s, start, np.int64(0))
+    shadow.copy_rules_rows(s, start)
     costs = []
     for b in capture.buttons:
         before = s.next_action[0]
@@ -235,6 +235,10 @@ def test_bad_input_is_refused_by_name(capture):
         shadow.ShadowTwins(2, buffers={"tau": np.zeros(3, np.int64)})
     with pytest.raises(ValueError, match="not a decision output"):
         shadow.ShadowTwins(2, buffers={"obs": np.zeros(2)})
+    start = capture.start_state(2)
+    start.x[1] = 9
+    with pytest.raises(ValueError, match=r"state.x\[1\] is outside \[0, 7\]"):
+        shadow.ShadowTwins(2, driven_by="inputs").start_from(start)
 
 
 def test_decision_outputs_go_into_the_callers_buffers():
