@@ -68,7 +68,7 @@ def warmup_timed(game_id: str, precision: str = "float64") -> float:
 def compile_weight(game_id: str) -> int:
     """A guess at how long a game's kernels take to compile: the size of the source they can
     reach beyond vecsim's core and engine (the game's module and every file it imports, its
-    planner's too; ``kernel_cache.reachable_sources``), which puts Dr. Mario and Tetris far
+    planner's too; ``kernel_cache.reachable_sources``), which puts a game with a planner far
     ahead of a classic game, and leaves out a game package's files its kernels never import."""
     import pathlib
 
