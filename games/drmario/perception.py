@@ -69,8 +69,19 @@ class ExternalGames:
 
     @classmethod
     def levels(cls, seeds, level, speed) -> "ExternalGames":
-        """Games at their level's first frame, as ``ShadowTwins.reset(seeds)`` starts its twins."""
-        seeds = np.asarray(seeds, np.int64)
+        """Games at their level's first frame, as ``ShadowTwins.reset(seeds)`` starts its twins
+        (``seeds``: LFSR states on the power-on cycle, one per game; ``level``, ``speed`` as
+        ``DrMario-v0``'s, checked by its ``check_params``)."""
+        from vecsim.games import drmario
+
+        seeds = np.asarray(seeds)
+        if seeds.ndim != 1 or seeds.size == 0:
+            raise ValueError(f"ExternalGames.levels takes one seed per game (a 1-d array), but got shape {seeds.shape}")
+        drmario.check_params({"mode": 0, "level": level, "speed": speed, "seed": seeds, "max_frames": 0})
+        if np.any(seeds < 1):
+            raise ValueError(f"ExternalGames.levels seed must be an LFSR state on the power-on cycle, "
+                             f"but got seed={int(seeds.min())}")
+        seeds = seeds.astype(np.int64)
         s = allocate(seeds.shape[0])
         lv = np.broadcast_to(np.asarray(level, np.int64), seeds.shape)
         sp = np.broadcast_to(np.asarray(speed, np.int64), seeds.shape)

@@ -235,6 +235,8 @@ def test_bad_input_is_refused_by_name(capture):
         shadow.ShadowTwins(2, buffers={"tau": np.zeros(3, np.int64)})
     with pytest.raises(ValueError, match="not a decision output"):
         shadow.ShadowTwins(2, buffers={"obs": np.zeros(2)})
+    with pytest.raises(ValueError, match="seed must be"):
+        P.ExternalGames.levels([1, 0x8988], 12, 2)  # seed 1 falls to the LFSR's fixed point: it would never start
     start = capture.start_state(2)
     start.x[1] = 9
     with pytest.raises(ValueError, match=r"state.x\[1\] is outside \[0, 7\]"):
