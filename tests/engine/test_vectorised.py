@@ -3,7 +3,7 @@
 LLVM vectorises a kernel's loop over envs only if a run-time overlap check of every array
 the loop touches is cheap enough; one more array in the loop, or one 64-bit array among
 32-bit ones, silently halves the lanes or turns the loop scalar (see docs/performance.md, "Where
-the time goes"). These tests compile a game's parallel and serial step kernels in a fresh process with
+the time goes"). These tests compile the games' parallel and serial step kernels in one fresh process with
 an empty cache and read the optimised LLVM IR: the divisions of the step must be vector divisions.
 CartPole and MountainCar in both precisions (in float64 also the pass that drafts their sines and
 cosines); Pendulum and MountainCarContinuous in float32 (their float64 steps call the C
@@ -24,13 +24,41 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
+#: (game, precision, op, the lanes it must run on at least).
+CASES = [
+    ("CartPole-v1", "float32", "fdiv", "<8 x float>"),
+    ("CartPole-v1", "float64", "fdiv", "<4 x double>"),
+    ("MountainCar-v0", "float64", "fmul", "<4 x double>"),
+    # Pendulum's divisions involve constants only and leave the loop: its products stay.
+    ("Pendulum-v1", "float32", "fmul", "<8 x float>"),
+    ("MountainCar-v0", "float32", "fmul", "<8 x float>"),
+    ("MountainCarContinuous-v0", "float32", "fmul", "<8 x float>"),
+]
+
 _STEP = """
-import numpy as np, vecsim
-for parallel in (True, False):
-    eng = vecsim.make({game!r}, 4096, precision={precision!r}, parallel=parallel)
-    eng.reset(seed=0)
-    eng.step(eng.zero_actions())
+import sys, vecsim
+for game, precision in {cases!r}:
+    print(f"=== {{game}} {{precision}}", flush=True)
+    for parallel in (True, False):
+        eng = vecsim.make(game, 4096, precision=precision, parallel=parallel)
+        eng.reset(seed=0)
+        eng.step(eng.zero_actions())
+    sys.stdout.flush()
 """
+
+
+@pytest.fixture(scope="module")
+def dumped_ir(tmp_path_factory) -> dict:
+    """The optimised LLVM IR printed while one fresh process with an empty cache compiles every
+    case's kernels (one interpreter and one compile of the engine's shared code for all), by
+    ``(game, precision)``."""
+    pairs = list(dict.fromkeys((game, precision) for game, precision, _, _ in CASES))
+    env = {**os.environ, "VECSIM_CACHE_DIR": str(tmp_path_factory.mktemp("vecsim")), "NUMBA_DUMP_OPTIMIZED": "1"}
+    proc = subprocess.run([sys.executable, "-c", _STEP.format(cases=pairs)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    parts = re.split(r"^=== (\S+) (\S+)\n", proc.stdout, flags=re.M)
+    return {(game, precision): text for game, precision, text in zip(parts[1::3], parts[2::3], parts[3::3])}
 
 
 def _widest(ir: str, op: str, kind: str) -> int:
@@ -41,25 +69,14 @@ def _widest(ir: str, op: str, kind: str) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("game, precision, op, lanes", [
-    ("CartPole-v1", "float32", "fdiv", "<8 x float>"),
-    ("CartPole-v1", "float64", "fdiv", "<4 x double>"),
-    ("MountainCar-v0", "float64", "fmul", "<4 x double>"),
-    # Pendulum's divisions involve constants only and leave the loop: its products stay.
-    ("Pendulum-v1", "float32", "fmul", "<8 x float>"),
-    ("MountainCar-v0", "float32", "fmul", "<8 x float>"),
-    ("MountainCarContinuous-v0", "float32", "fmul", "<8 x float>"),
-])
-def test_step_loop_is_vectorised(tmp_path, game, precision, op, lanes):
+@pytest.mark.parametrize("game, precision, op, lanes", CASES)
+def test_step_loop_is_vectorised(dumped_ir, game, precision, op, lanes):
     # Both kernels: the parallel one (Numba marks a prange body's arrays noalias) and the
     # serial one (its views of the address table are distinct: vecsim.engine.views.c_distinct_array_at).
-    env = {**os.environ, "VECSIM_CACHE_DIR": str(tmp_path), "NUMBA_DUMP_OPTIMIZED": "1"}
-    proc = subprocess.run([sys.executable, "-c", _STEP.format(game=game, precision=precision)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    serial = re.search(r"OPTIMIZED DUMP step_serial-+\n(.*?)(?=^-+OPTIMIZED DUMP|\Z)", proc.stdout, re.S | re.M)
+    out = dumped_ir[game, precision]
+    serial = re.search(r"OPTIMIZED DUMP step_serial-+\n(.*?)(?=^-+OPTIMIZED DUMP|\Z)", out, re.S | re.M)
     assert serial, "no serial step kernel in the dumped IR"
-    parallel = proc.stdout[:serial.start()] + proc.stdout[serial.end():]
+    parallel = out[:serial.start()] + out[serial.end():]
     # ``lanes`` is the AVX2 width (256-bit vectors); on a CPU with AVX-512 LLVM may go twice as
     # wide (<16 x float> on the AMD EPYC of 2026-11-22): at least ``lanes`` wide passes.
     want, kind = re.fullmatch(r"<(\d+) x (\w+)>", lanes).groups()

@@ -106,7 +106,7 @@ def test_pipelined_torch_ppo_reaches_475_on_cartpole(one_torch_thread):
     params, opt_state = agent.init()
     with Pipeline(CARTPOLE, 16, agent, params=params, opt_state=opt_state, steps_per_cycle=128, seed=0,
                   fixed_lag=1) as loop:  # a fixed lag: the same run every time
-        metrics = loop.run(150)
+        metrics = loop.run(40)  # twice the fewest cycles that reach 475 with this seed: a margin for other CPUs
     returns, _ = evaluate(agent, loop.params, CARTPOLE, 32)
     assert returns.mean() >= THRESHOLD, returns
     assert metrics.episode_returns[metrics.episode_cycles < 10].mean() < 100  # it started from scratch
