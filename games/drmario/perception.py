@@ -10,6 +10,8 @@ twin must live with.
   external clock (capture latency, latency jitter, clock drift, clock jumps), dropped frames,
   missed detections and wrong colors, each drawn from its own seeded stream.
 * ``run_decisions``: the loop of a coordinator, its twins and their games, frame by frame.
+* ``SimulatedLink``: ``ExternalGames`` seen through a ``Perception``, as the link of
+  ``shadow_env.ShadowVectorEnv``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 
 from vecsim.games.drmario import rules
 from vecsim.games.drmario.replay import demo_start, frames
-from vecsim.games.drmario.shadow import NTSC_FRAME_RATE, Evidence, ShadowTwins, evidence
+from vecsim.games.drmario.shadow import NTSC_FRAME_RATE, RULES_FIELDS, Evidence, ShadowTwins, evidence
 from vecsim.games.drmario.state import allocate
 from vecsim.games.drmario.tables import EMPTY, MARKED, SPAWN_X, SPAWN_Y, VIRUS
 
@@ -256,6 +258,48 @@ class Perception:
                     ev.colors[i, 0] = (ev.colors[i, 0] + 1) % 3
             ev.confidence[wrong] = self.wrong_confidence
         return ev
+
+
+class SimulatedLink:
+    """A link for ``shadow_env.ShadowVectorEnv`` (its ``start``, ``send``, ``receive`` and
+    ``stop``) over ``ExternalGames`` at ``level`` and ``speed`` seen through ``perception``:
+    every ``receive`` plays each game one frame and returns the records of that frame. A game
+    restarted at the links's frame ``F`` counts its frames from there, and its scripts' frames
+    with it."""
+
+    def __init__(self, perception: "Perception", level=0, speed=1):
+        self.perception, self.level, self.speed = perception, level, speed
+        self.games = None
+        self.first = np.zeros(perception.n, np.int64)  # the link's frame at each game's (re)start
+
+    def start(self, seeds, which) -> np.ndarray:
+        n, rows = self.perception.n, np.flatnonzero(which)
+        if self.games is None and rows.size != n:
+            raise RuntimeError("SimulatedLink.start: the first start starts every game")
+        level, speed = (np.broadcast_to(np.asarray(v), (n,))[rows] for v in (self.level, self.speed))
+        fresh = ExternalGames.levels(np.asarray(seeds)[rows], level, speed)  # checks seeds, level and speed
+        if self.games is None:
+            self.games = fresh
+        for k, i in enumerate(rows):
+            for name in RULES_FIELDS:
+                getattr(self.games.state, name)[i] = getattr(fresh.state, name)[k]
+            self.games.cancel(i, self.games.frame + 1)
+            self.first[i] = self.games.frame
+        period = (1.0 / NTSC_FRAME_RATE) * (1.0 + self.perception.drift_ppm * 1e-6)
+        return np.full(n, self.perception.start_time) + self.first * period
+
+    def send(self, script, which) -> None:
+        for i in np.flatnonzero(which):
+            self.games.press(i, int(self.first[i] + script.start_frame[i]), script.buttons[i, :script.length[i]])
+
+    def receive(self):
+        self.games.step()
+        facts = facts_of(self.games.state)
+        return self.perception.observe(facts, self.games.frame)
+
+    def stop(self, which) -> None:
+        for i in np.flatnonzero(which):
+            self.games.cancel(i, self.games.frame + 1)
 
 
 FAULTS = ("teleport", "flip", "skip", "jump")

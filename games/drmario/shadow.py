@@ -625,9 +625,10 @@ def start_one(track, plan, tr, i, lead):
 
 
 @exact
-def start_kernel(track, plan, tr, lead):
+def start_kernel(track, plan, tr, lead, which):
     for j in range(tr.frame.shape[0]):
-        start_one(track, plan, tr, np.int64(j), lead)
+        if which[j]:
+            start_one(track, plan, tr, np.int64(j), lead)
 
 
 @exact
@@ -756,23 +757,34 @@ class ShadowTwins:
         self._started = False
 
     # -- starting ---------------------------------------------------------------------------
-    def reset(self, seed, start_time=0.0, latency=0.0) -> None:
-        """Start every twin at its level's first frame, as ``DrMario-v0`` does with LFSR state
-        ``seed`` (one, or one per twin, on the power-on cycle); ``start_time``: the external
-        clock's time of that frame (seconds, one or per twin), ``latency``: the capture latency
-        assumed until anchors say otherwise."""
+    def reset(self, seed, start_time=0.0, latency=0.0, which=None) -> None:
+        """Start every twin (or those of ``which``, bool (N,)) at its level's first frame, as
+        ``DrMario-v0`` does with LFSR state ``seed`` (one, or one per twin, on the power-on
+        cycle); ``start_time``: the external clock's time of that frame (seconds, one or per
+        twin), ``latency``: the capture latency assumed until anchors say otherwise. The other
+        twins go on as they were."""
+        chosen = np.ones(self.num_twins, np.bool_) if which is None else _mask("which", which, self.num_twins)
+        if which is not None and not self._started and not chosen.all():
+            raise RuntimeError("ShadowTwins.reset(which=...) restarts some twins of started ones; start them all first")
+        seeds = self.checked_seeds(seed, chosen)
+        s = self.track
+        for i in np.flatnonzero(chosen):
+            s.held[i] = s.hor_velocity[i] = s.fc[i] = 0
+            rules.start_level(s, i, int(self._level[i]), int(self._speed[i]), int(seeds[i]), 0)
+        self._start(start_time, latency, chosen)
+
+    def checked_seeds(self, seed, which) -> np.ndarray:
+        """``seed`` (one, or one per twin) as (N,) int64, each twin of ``which`` (bool (N,)) checked
+        as ``DrMario-v0`` checks a seed: an LFSR state on the power-on cycle (``ValueError`` naming it)."""
         from vecsim.games import drmario
 
         seeds = np.broadcast_to(np.asarray(seed), (self.num_twins,))
-        drmario.check_params({"mode": 0, "level": self._level, "speed": self._speed, "seed": seeds, "max_frames": 0})
-        if np.any(seeds < 1):
+        drmario.check_params({"mode": 0, "level": self._level, "speed": self._speed, "seed": seeds[which],
+                              "max_frames": 0})
+        if np.any(seeds[which] < 1):
             raise ValueError(f"ShadowTwins.reset seed must be an LFSR state on the power-on cycle, "
-                             f"but got seed={int(seeds[np.argmin(seeds)])}")
-        s = self.track
-        for i in range(self.num_twins):
-            s.held[i] = s.hor_velocity[i] = s.fc[i] = 0
-            rules.start_level(s, i, int(self._level[i]), int(self._speed[i]), int(seeds[i]), 0)
-        self._start(start_time, latency)
+                             f"but got seed={int(seeds[which].min())}")
+        return seeds.astype(np.int64)
 
     def start_from(self, state: State, start_time=0.0, latency=0.0) -> None:
         """Start every twin from row ``i`` of ``state`` (a frame-mode ``State`` of
@@ -782,28 +794,25 @@ class ShadowTwins:
             raise ValueError(f"ShadowTwins.start_from takes a drmario State of {self.num_twins} rows, but got {got}")
         _check_rules_state(state)
         copy_rules_rows(self.track, state)
-        self._start(start_time, latency)
+        self._start(start_time, latency, np.ones(self.num_twins, np.bool_))
 
-    def _start(self, start_time, latency) -> None:
+    def _start(self, start_time, latency, which: np.ndarray) -> None:
         n = self.num_twins
         t0 = _float_per_twin("start_time", start_time, n)
         lat = _float_per_twin("latency", latency, n)
         tr = self.tracking
         for a in (tr.frame, tr.plan_frame, tr.awaiting, tr.decisions, tr.scheduled_to, tr.history_from, tr.last_seen,
                   tr.streak, tr.agreed, tr.mismatch, tr.offset, tr.quality, tr.resyncing, tr.reason, tr.desyncs,
-                  tr.records):
-            a[:] = 0
-        tr.schedule[:] = 0
-        tr.last_word[:] = -1
-        tr.prev_word[:] = -1
-        tr.prev_seen[:] = 0
-        tr.soft_pending[:] = 0
-        tr.relocked[:] = 1
-        tr.consistency[:] = 1.0
-        tr.start_time[:] = t0
-        for i in range(n):
+                  tr.records, tr.schedule, tr.prev_seen, tr.soft_pending):
+            a[which] = 0
+        tr.last_word[which] = -1
+        tr.prev_word[which] = -1
+        tr.relocked[which] = 1
+        tr.consistency[which] = 1.0
+        tr.start_time[which] = t0[which]
+        for i in np.flatnonzero(which):
             timebase_restart(tr.timebase[i], 0.0, t0[i] + lat[i], 1.0 / NTSC_FRAME_RATE, START_WEIGHT)
-        start_kernel(self.track, self.plan, tr, np.int64(0))
+        start_kernel(self.track, self.plan, tr, np.int64(0), which)
         self._started = True
 
     # -- the decision contract --------------------------------------------------------------

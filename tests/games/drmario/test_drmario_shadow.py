@@ -262,3 +262,110 @@ def test_the_benchmark_prints_the_cost_of_a_record_and_refuses_bad_arguments(cap
     assert "shadow ingest, 3 twins" in out and out.count("twins at 60.1 Hz per core") == 2
     with pytest.raises(ValueError, match="need --twins >= 1"):
         drmario_shadow.main(["--twins", "0"])
+
+
+# --- the Gymnasium VectorEnv over a link ----------------------------------------------------
+
+def _shadow_env(n, seed=2, **kwargs):
+    from vecsim.games.drmario.shadow_env import ShadowVectorEnv
+
+    twins = shadow.ShadowTwins(n, level=12, speed="high")
+    return ShadowVectorEnv(twins, P.SimulatedLink(P.Perception(n, seed=seed), level=12, speed=2), **kwargs)
+
+
+def test_the_vector_env_steps_each_twin_as_simulation_steps_its_game():
+    """Twins decide when their own games reach a decision: each twin's observations, masks,
+    costs and rewards, decision by decision, are DrMario-v0's for the same placements."""
+    n = 6
+    seeds = POWER_ON_CYCLE[np.arange(n) * 101 + 7]
+    env = _shadow_env(n)
+    obs, info = env.reset(options={"lfsr": seeds})
+    rng = np.random.default_rng(1)
+    seen = [[] for _ in range(n)]  # per twin: [obs, mask, costs, action, reward]
+    for _ in range(400):
+        actions = np.zeros(n, np.int64)
+        for i in np.flatnonzero(info["awaiting"]):
+            actions[i] = rng.choice(np.flatnonzero(info["action_mask"][i]))
+            seen[i].append([obs[i].copy(), info["action_mask"][i].copy(), info["cost_to_lock"][i].copy(),
+                            int(actions[i]), None])
+        obs, rewards, terminated, truncated, info = env.step(actions)
+        assert not truncated.any() and np.all(rewards[~info["awaiting"] & ~terminated] == 0)
+        for i in np.flatnonzero(info["awaiting"] | terminated):
+            if seen[i] and seen[i][-1][4] is None:
+                seen[i][-1][4] = rewards[i]
+        if min(len(s) for s in seen) > 8:  # the 8th decision's reward given
+            break
+    assert np.all(env.twins.tracking.desyncs == 0) and min(len(s) for s in seen) > 8
+    sim = vecsim.make("DrMario-v0", n, level=12, speed=2, seed=seeds)
+    sim.reset(seed=0)
+    cleared = 0
+    for k in range(8):
+        actions = np.array([seen[i][k][3] for i in range(n)])
+        for i in range(n):
+            o, mask, costs, _, _ = seen[i][k]
+            np.testing.assert_array_equal(o, sim.obs[i], err_msg=f"twin {i}, decision {k}")
+            np.testing.assert_array_equal(mask, sim.masks[i])
+            np.testing.assert_array_equal(costs, sim.info_arrays["cost_to_lock"][i])
+        sim.step(actions)
+        np.testing.assert_array_equal([seen[i][k][4] for i in range(n)], sim.rewards)
+        cleared += sim.rewards.sum()
+    sim.close()
+    assert cleared > 0  # some placement cleared viruses: the rewards were compared where they are not 0
+
+
+def test_the_vector_env_restarts_the_twins_of_a_reset_mask_and_leaves_the_others():
+    n = 3
+    seeds = POWER_ON_CYCLE[[40, 50, 60]]
+    env = _shadow_env(n, seed=3)
+    first, info = env.reset(options={"lfsr": seeds})
+    for _ in range(30):
+        _, _, _, _, info = env.step(np.where(info["action_mask"], info["cost_to_lock"], 0xFFFF).argmin(axis=1))
+    frames = env.twins.frame.copy()
+    assert np.all(frames > 100)
+    obs, info = env.reset(options={"reset_mask": np.array([False, True, False]), "lfsr": seeds})
+    assert env.twins.frame[1] < 100 <= min(env.twins.frame[0], env.twins.frame[2])
+    np.testing.assert_array_equal(obs[1], first[1])  # game 1 from its start again
+    decided = env.twins.tracking.decisions.copy()
+    assert decided[1] < min(decided[0], decided[2])
+    for _ in range(20):  # and its new game is tracked with no desync
+        _, _, _, _, info = env.step(np.where(info["action_mask"], info["cost_to_lock"], 0xFFFF).argmin(axis=1))
+    assert env.twins.tracking.decisions[1] > decided[1] and np.all(env.twins.tracking.desyncs == 0)
+
+
+class _StuckLink(P.SimulatedLink):
+    """A capture that stops delivering: every record missing."""
+
+    def receive(self):
+        ev = super().receive()
+        ev.present[:] = False
+        return ev
+
+
+def test_the_vector_env_refuses_bad_input_by_name_and_gives_up_on_a_silent_link():
+    from vecsim.games.drmario.shadow_env import ShadowVectorEnv
+
+    env = _shadow_env(2)
+    with pytest.raises(ValueError, match="seed must be"):
+        env.reset(options={"lfsr": np.array([1, POWER_ON_CYCLE[5]])})  # off the power-on cycle
+    obs, info = env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions must be ints of shape \(2,\)"):
+        env.step(np.zeros(3, np.int64))
+    i = int(np.flatnonzero(info["awaiting"])[0])
+    bad = np.zeros(2, np.int64)
+    bad[i] = np.flatnonzero(~info["action_mask"][i])[0]
+    bad[1 - i] = np.flatnonzero(info["action_mask"][1 - i])[0]
+    with pytest.raises(ValueError, match=rf"actions\[{i}\]={bad[i]} is infeasible"):
+        env.step(bad)
+    with pytest.raises(ValueError, match=r"reset_mask must be a bool array of shape \(2,\)"):
+        env.reset(options={"reset_mask": np.array([1, 0])})
+    with pytest.raises(ValueError, match="options are 'reset_mask' and 'lfsr'"):
+        env.reset(options={"level": 3})
+    with pytest.raises(ValueError, match="lacks send, receive, stop"):
+        ShadowVectorEnv(shadow.ShadowTwins(1), object.__new__(type("Half", (), {"start": lambda self: 0})))
+    with pytest.raises(ValueError, match="driven_by='decisions'"):
+        ShadowVectorEnv(shadow.ShadowTwins(1, driven_by="inputs"), P.SimulatedLink(P.Perception(1)))
+    stuck = ShadowVectorEnv(shadow.ShadowTwins(2, level=12, speed="high"),
+                            _StuckLink(P.Perception(2, seed=1), level=12, speed=2), max_records=50)
+    obs, info = stuck.reset(seed=0)
+    with pytest.raises(RuntimeError, match="no twin reached a decision in 50 records"):
+        stuck.step(np.where(info["action_mask"], info["cost_to_lock"], 0xFFFF).argmin(axis=1))
