@@ -332,6 +332,30 @@ def test_the_vector_env_restarts_the_twins_of_a_reset_mask_and_leaves_the_others
     assert env.twins.tracking.decisions[1] > decided[1] and np.all(env.twins.tracking.desyncs == 0)
 
 
+def test_the_vector_env_stops_a_desynced_twins_actuator_and_goes_on_after_its_hard_resync():
+    n = 2
+    env = _shadow_env(n, seed=4)
+    stopped = []
+    stop = env.link.stop
+    env.link.stop = lambda which: (stopped.append(which.copy()), stop(which))
+    obs, info = env.reset(options={"lfsr": POWER_ON_CYCLE[[70, 80]]})
+    teleported, decided = False, None
+    for k in range(60):
+        obs, _, terminated, _, info = env.step(np.where(info["action_mask"], info["cost_to_lock"], 0xFFFF).argmin(axis=1))
+        if k >= 10 and not teleported:
+            teleported = env.link.games.teleport_pill(0)  # the game elsewhere, not what the twin planned
+            decided = env.twins.tracking.decisions.copy()
+    assert teleported and list(env.twins.tracking.desyncs) == [1, 0]
+    got = env.twins.telemetry.read()
+    mine = [(got.names[k], int(e)) for e, k in zip(got.env, got.kind) if k >= shadow.TM_DESYNC]
+    assert mine == [("desync", 0), ("hard_resync", 0)]
+    # The desynced twin's actuator stops first; later stops are games that ended.
+    assert stopped[0].tolist() == [True, False]
+    assert all(env.twins.terminal_reason[w].all() for w in stopped[1:])
+    assert env.twins.tracking.decisions[0] > decided[0] + 2  # decisions went on after the rebuild
+    assert np.all(env.twins.quality & shadow.LOCKED) and not np.any(env.twins.terminal_reason == shadow.DESYNC)
+
+
 class _StuckLink(P.SimulatedLink):
     """A capture that stops delivering: every record missing."""
 
