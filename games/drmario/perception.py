@@ -264,7 +264,7 @@ class SimulatedLink:
     """A link for ``shadow_env.ShadowVectorEnv`` (its ``start``, ``send``, ``receive`` and
     ``stop``) over ``ExternalGames`` at ``level`` and ``speed`` seen through ``perception``:
     every ``receive`` plays each game one frame and returns the records of that frame. A game
-    restarted at the links's frame ``F`` counts its frames from there, and its scripts' frames
+    restarted at the link's frame ``F`` counts its frames from there, and its scripts' frames
     with it."""
 
     def __init__(self, perception: "Perception", level=0, speed=1):
