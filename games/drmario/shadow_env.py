@@ -87,8 +87,9 @@ class ShadowVectorEnv(VectorEnv):
             raise ValueError(f"ShadowVectorEnv.reset lfsr must be ints of shape ({n},), but got shape {lfsr.shape} "
                              f"dtype {lfsr.dtype}")
         lfsr = self.twins.checked_seeds(lfsr, chosen)  # before the link starts any game with them
-        start = np.asarray(self.link.start(lfsr, chosen), np.float64)
-        self.twins.reset(lfsr, start, 0.0, which=chosen if which is not None else None)
+        if chosen.any():
+            start = np.asarray(self.link.start(lfsr, chosen), np.float64)
+            self.twins.reset(lfsr, start, 0.0, which=chosen if which is not None else None)
         self._pending[chosen] = 0.0
         self._records = 0
         self._advance()

@@ -322,6 +322,8 @@ def test_the_vector_env_restarts_the_twins_of_a_reset_mask_and_leaves_the_others
         _, _, _, _, info = env.step(np.where(info["action_mask"], info["cost_to_lock"], 0xFFFF).argmin(axis=1))
     frames = env.twins.frame.copy()
     assert np.all(frames > 100)
+    env.reset(options={"reset_mask": np.zeros(n, np.bool_)})  # restarts nothing
+    assert np.all(env.twins.frame >= frames)
     obs, info = env.reset(options={"reset_mask": np.array([False, True, False]), "lfsr": seeds})
     assert env.twins.frame[1] < 100 <= min(env.twins.frame[0], env.twins.frame[2])
     np.testing.assert_array_equal(obs[1], first[1])  # game 1 from its start again
