@@ -52,7 +52,9 @@ def random_boards(n, seed):
 @njit(cache=False)
 def _search_all(rows, gravity, kicks, simple, links):
     """Costs of every piece on every board: (n, 7, N_POSES) int16, and the lock parents and
-    inputs and live parents and inputs of ``plan`` when ``links``."""
+    inputs and live parents and inputs of ``plan`` when ``links``. ``plan`` is called with
+    the argument types of its callers in the package (reach mode's ``plan_decision`` without
+    links, ``search_with_links`` with them), so it compiles nothing they do not."""
     n = rows.shape[0]
     out = np.full((n, 7, N_POSES), -1, np.int16)
     cost = np.full((1, N_POSES), -1, np.int16)
@@ -60,22 +62,30 @@ def _search_all(rows, gravity, kicks, simple, links):
     li = np.zeros((n * 7 if links else 1, N_POSES), np.int8)
     kp = np.zeros((n * 7 if links else 1, N_POSES), np.int16)
     ki = np.zeros((n * 7 if links else 1, N_POSES), np.int8)
+    one_lp, one_li = np.zeros((1, N_POSES), np.int16), np.zeros((1, N_POSES), np.int8)
+    one_kp, one_ki = np.zeros((1, N_POSES), np.int16), np.zeros((1, N_POSES), np.int8)
     dist = np.zeros((1, N_POSES), np.int16)
     queue = np.zeros((1, N_POSES), np.int16)
     bits = np.zeros((1, SCRATCH), np.int16)
     ymm = np.zeros((1, 2), np.int64)
     one = np.zeros((1, H), np.uint16)
+    no_links = cost[:, :0]
     for k in range(n):
         one[0, :] = rows[k]
         for t in range(7):
             j = k * 7 + t
             if simple:
                 plan_simple(one, 0, t, gravity, kicks, 0, 0, cost, dist, queue, lp[:1], li[:1], kp[:1], ki[:1])
-            elif links:  # the links sliced in both axes: the arrays of both calls are of one type, one compile
-                plan(one, 0, t, gravity, kicks, 0, 0, cost, bits, ymm, lp[j:j + 1, :N_POSES], li[j:j + 1, :N_POSES],
-                     kp[j:j + 1, :N_POSES], ki[j:j + 1, :N_POSES])
+            elif links:
+                one_lp[:], one_li[:], one_kp[:], one_ki[:] = 0, 0, 0, 0  # as the fresh rows of lp, li, kp, ki
+                plan(one, np.int64(0), t, gravity, kicks, np.int64(0), np.int64(0), cost, bits, ymm, one_lp, one_li,
+                     one_kp, one_ki)
+                lp[j] = one_lp[0]
+                li[j] = one_li[0]
+                kp[j] = one_kp[0]
+                ki[j] = one_ki[0]
             else:
-                plan(one, 0, t, gravity, kicks, 0, 0, cost, bits, ymm, lp[:1, :0], li[:1, :0], kp[:1, :0], ki[:1, :0])
+                plan(one, np.int64(0), t, gravity, kicks, 0, 0, cost, bits, ymm, no_links, no_links, no_links, no_links)
             out[k, t] = cost[0]
     return out, lp, li, kp, ki
 

@@ -64,6 +64,7 @@ from vecsim.engine.views import (address_of, as_c_layout, c_array_at, c_distinct
                                  f_distinct_array_at, is_c_contiguous, overlaps)
 from vecsim.core.rng import seed_env
 from vecsim.core.bits import ctz
+from vecsim.core.symbol_call import by_symbol
 from vecsim.core.telemetry import TelemetryRing  # TELEMETRY ONLY
 
 import GAME_MODULE as _game
@@ -182,6 +183,38 @@ def _thread_share(n):
     if aligned * (threads - 1) >= n:
         aligned = (share + _SHARE_MIN_ALIGN - 1) // _SHARE_MIN_ALIGN * _SHARE_MIN_ALIGN
     return max(_SHARE_MIN_ALIGN, aligned)
+
+
+@njit(**OPTS_SERIAL)
+def _word_share(n_words):
+    """Words of a reset mask each thread of a parallel reset takes: an equal share, at least one."""
+    threads = parallel_threads()
+    return max(1, (n_words + threads - 1) // threads)
+
+
+@by_symbol
+@njit(**OPTS_SERIAL)
+def _reset_words(words, w_lo, w_hi, seed_mode, seed, reset_table):
+    """The resets of ``reset_MODE`` for the envs of ``words[w_lo:w_hi]``. Plain views: the loop
+    visits a few envs at random, where distinct views gain little for their compile time."""
+    # PLAIN VIEWS OF reset_table: seeds, obs, rewards, term, trunc, needs_reset, has_final, elapsed, rng, P, events, masks, STATE_ARGS
+    # Over words, then over their set bits only: a sparse mask (a few finished envs) costs
+    # one test per 64 envs and no unpredictable branch per env.
+    n = elapsed.shape[0]
+    for w in range(w_lo, w_hi):
+        word = words[w]
+        while word != _ZERO:
+            i = w * 64 + ctz(word)
+            word &= word - _ONE
+            if i >= n:
+                break
+            s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+            if seed_mode == 1:
+                seed_env(rng, i, seed + i)
+            elif seed_mode == 2 and seeds[i] >= 0:
+                seed_env(rng, i, seeds[i])
+            _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks,
+                             obs, np.bool_(False))
 
 
 # Functions called from a prange body get the env index as np.uint64(i): Numba types the loop
@@ -355,8 +388,9 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
 @njit(**OPTS_MODE)
 def reset_MODE(words, seed_mode, seed, reset_table):
     """Reset the envs whose bit is set in ``words``; returns -1, or without resetting any env
-    the row of the table whose array shares memory with ``words``. Plain views: the loop
-    visits a few envs at random, where distinct views gain little for their compile time.
+    the row of the table whose array shares memory with ``words``. A parallel kernel gives each
+    thread an equal share of the words (``_reset_words``, called by symbol: the resets are
+    compiled once, not again into a parallel region).
 
     seed_mode 0: continue each env's stream; 1: env i gets seed ``seed + i``;
     2: env i gets ``seeds[i]`` where that is >= 0 and continues its stream otherwise.
@@ -365,23 +399,13 @@ def reset_MODE(words, seed_mode, seed, reset_table):
     # aliased = FIRST VIEW OF reset_table OVERLAPPING words
     if aliased >= 0:
         return aliased
-    # Over words, then over their set bits only: a sparse mask (a few finished envs) costs
-    # one test per 64 envs and no unpredictable branch per env.
-    n = elapsed.shape[0]
-    for w in prange(words.shape[0]):
-        word = words[w]
-        while word != _ZERO:
-            i = w * 64 + ctz(word)
-            word &= word - _ONE
-            if i >= n:
-                break
-            s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-            if seed_mode == 1:
-                seed_env(rng, i, seed + i)
-            elif seed_mode == 2 and seeds[i] >= 0:
-                seed_env(rng, i, seeds[i])
-            _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks,
-                             obs, np.bool_(False))
+    n_words = words.shape[0]
+    if PARALLEL_MODE:
+        share = _word_share(n_words)
+        for c in prange((n_words + share - 1) // share):
+            _reset_words(words, c * share, min(n_words, (c + 1) * share), seed_mode, seed, reset_table)
+    else:
+        _reset_words(words, 0, n_words, seed_mode, seed, reset_table)
     return -1
 
 
