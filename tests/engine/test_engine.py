@@ -972,13 +972,18 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
     assert f"_SHARE_ALIGN = {math.lcm(k, 64)}\n" in runs
     assert "prange((n + run_length - 1) // run_length)" in runs and "_step_and_write(s, p, np.uint64(i)," not in runs
     # The parallel kernel resets due envs inside its runs, SAME_STEP ones too: one parallel region
-    # (one function Numba compiles with the game linked in) a step kernel; the serial one resets before.
+    # a step kernel, whose body calls _step_share (compiled once, by symbol) with a few numbers,
+    # not every State array; the serial one resets before and steps inline.
     serial, parallel = runs[runs.index("def step_serial("):runs.index("def reset_serial(")], \
         runs[runs.index("def step_parallel("):runs.index("def reset_parallel(")]
-    assert parallel.count("prange(") == 1 and "# SAME STEP RESETS IN RUNS BEGIN" in parallel
+    share = runs[runs.index("def _step_share("):runs.index("# STEP SHARE FUNCTION END")]
+    assert parallel.count("prange(") == 1 and "_step_share(mode, max_steps, actions, step_table_at" in parallel
+    assert "_step_run(" not in parallel and "_step_run(s, p, lo, hi," in share and "final_obs, np.bool_(True))" in share
     assert "# RESETS BEFORE STEP BEGIN" in serial and "# RESETS IN RUNS BEGIN" not in serial
+    assert "_step_share(" not in serial
     per_env = batched_step(render_source(cartpole, "float32", True))
     assert "_step_and_write(s, p, np.uint64(i)," in per_env and "_step_run(s, p, lo" not in per_env
+    assert "_step_share" not in per_env
     # A step that draws nothing resets after it, and no kernel holds a reset pass it never runs.
     assert "# RESETS AFTER STEP BEGIN" in per_env and "# RESETS BEFORE STEP BEGIN" not in per_env
     # The collector: runs of k slots for Acrobot (its step inlined) and Tetris (the engine's fused

@@ -171,10 +171,15 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     # callee linked in again, so the reset passes a kernel never runs are not rendered at all.
     per_call = game.hints.envs_per_call
     resets_in_runs = per_call > 1 and per_call % 8 == 0 and not (one_pass or two_pass)
+    if not resets_in_runs:
+        head = re.sub(r"^# STEP SHARE FUNCTION BEGIN.*?^# STEP SHARE FUNCTION END\n", "", head, flags=re.S | re.M)
     variants = []
     for mode in ("serial", "parallel"):
         in_runs = mode == "parallel" and resets_in_runs
-        dropped = ["RESETS BEFORE STEP", "SAME STEP RESETS"] if in_runs else ["RESETS IN RUNS", "SAME STEP RESETS IN RUNS"]
+        # A parallel kernel that resets in its runs calls _step_share for a thread's share (its
+        # parallel region then passes a few numbers, not every State array); the others step inline.
+        dropped = (["RESETS BEFORE STEP", "SAME STEP RESETS", "STEP RUN INLINE"] if in_runs
+                   else ["RESETS IN RUNS", "SAME STEP RESETS IN RUNS", "STEP SHARE"])
         dropped += ["RESETS AFTER STEP"] if uses_rng else ["RESETS BEFORE STEP", "RESETS IN RUNS"]
         part = body
         for block in dropped:

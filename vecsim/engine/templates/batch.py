@@ -8,7 +8,10 @@ in vecsim's cache folder, and imports it. A real file on disk is what lets Numba
 kernels (a kernel that receives a jitted function as an argument, or a closure over one, is
 recompiled in every process: see docs/numba-workarounds.md). The section between the KERNELS
 markers is instantiated twice, ``_serial`` and ``_parallel``: one body, two compilations,
-identical results.
+identical results. A parallel region that would pass every State array into Numba's parfor
+machinery calls serial code instead, compiled once and called by symbol with the address table
+and a thread's share (``_reset_words``; ``_step_share`` for a game stepped in runs): the region
+passes a few numbers, and its compile is a fraction of what a region over the arrays costs.
 
 The step and reset kernels take as arguments only what changes from call to call (mode,
 actions, the four step outputs; the reset mask's words and seed mode) and one int64 address
@@ -217,6 +220,43 @@ def _reset_words(words, w_lo, w_hi, seed_mode, seed, reset_table):
                              obs, np.bool_(False))
 
 
+# STEP SHARE FUNCTION BEGIN (kept for games whose parallel step resets due envs in its runs)
+@by_symbol
+@njit(**OPTS_SERIAL)
+def _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, lo, hi):
+    """One thread's share of a parallel step of a game stepped in runs (``step_parallel``): envs
+    ``lo`` to ``hi - 1``, those due for reset reset first, then stepped in one call of the run
+    function, then SAME_STEP's resets. Called by symbol, with the table's address rather than
+    its arrays: the parallel region passes a few numbers, not every State array, and the
+    share's code is compiled once, not again into the region."""
+    # step_table = TABLE step_table AT step_table_at
+    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, obs_stale, STATE_ARGS, TELEMETRY_VIEWS
+    needs_reset = needs_pad[:elapsed.shape[0]]
+    was_u64 = was_done.view(np.uint64)
+    s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+    if mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0:
+        # The share's envs due for reset, before their steps would draw from their streams (a
+        # share is a multiple of 8 envs: whole words of was_u64); a step that draws nothing
+        # leaves them to the kernel's pass after the step.
+        for w in range(lo // 8, (hi + 7) // 8):
+            due = was_u64[w]
+            while due != _ZERO:
+                i = w * 8 + (ctz(due) >> 3)
+                due &= due - _ONE
+                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final,
+                                 obs, masks, obs, np.bool_(False))
+    _step_run(s, p, lo, hi, mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS, events, rng, obs,
+              whole_obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done, TELEMETRY_RING)
+    if mode == SAME_STEP:
+        for i in range(lo, hi):
+            done = needs_reset[i]
+            has_final[i] = done
+            if done:
+                _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
+                                 has_final, obs, masks, final_obs, np.bool_(True))
+# STEP SHARE FUNCTION END
+
+
 # Functions called from a prange body get the env index as np.uint64(i): Numba types the loop
 # index as int64 when it types the kernel and as uint64 when it compiles the parallel loop,
 # so a plain ``i`` compiles each callee twice, and the serial kernel's int64 once more.
@@ -310,8 +350,12 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     run_length = RUN_SHARE_MODE
     whole_obs = obs_stale[0] != 0
     for c in prange((n + run_length - 1) // run_length):
-        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         lo = c * run_length
+        # STEP SHARE BEGIN (kept for a parallel kernel that resets in its runs: a call a thread's share)
+        _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, lo, min(n, lo + run_length))
+        # STEP SHARE END
+        # STEP RUN INLINE BEGIN (the other kernels stepped in runs: one call of the run function)
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         # RESETS IN RUNS BEGIN (kept for a parallel kernel of a game whose step draws, stepped in runs)
         if mode == NEXT_STEP and nfinished > 0:
             # The run's envs due for reset, as the pass before the step resets them elsewhere,
@@ -338,6 +382,7 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
                     _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
                                      has_final, obs, masks, final_obs, np.bool_(True))
         # SAME STEP RESETS IN RUNS END
+        # STEP RUN INLINE END
     # STEP RUNS END
     if obs_stale[0] == 1:  # every env's observation was written (a step or a reset): obs is current
         obs_stale[0] = 0
