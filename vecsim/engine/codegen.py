@@ -178,9 +178,8 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
         in_runs = mode == "parallel" and resets_in_runs
         # A parallel kernel that resets in its runs calls _step_share for a thread's share (its
         # parallel region then passes a few numbers, not every State array); the others step inline.
-        dropped = (["RESETS BEFORE STEP", "SAME STEP RESETS", "STEP RUN INLINE"] if in_runs
-                   else ["RESETS IN RUNS", "SAME STEP RESETS IN RUNS", "STEP SHARE"])
-        dropped += ["RESETS AFTER STEP"] if uses_rng else ["RESETS BEFORE STEP", "RESETS IN RUNS"]
+        dropped = ["RESETS BEFORE STEP", "SAME STEP RESETS", "STEP RUN INLINE"] if in_runs else ["STEP SHARE"]
+        dropped += ["RESETS AFTER STEP"] if uses_rng else ["RESETS BEFORE STEP"]
         part = body
         for block in dropped:
             part = re.sub(rf"^ *# {block} BEGIN.*?^ *# {block} END\n", "", part, flags=re.S | re.M)

@@ -235,9 +235,10 @@ def _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, l
     was_u64 = was_done.view(np.uint64)
     s, p = State(STATE_ARGS), Params(PARAM_ROWS)
     if mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0:
-        # The share's envs due for reset, before their steps would draw from their streams (a
-        # share is a multiple of 8 envs: whole words of was_u64); a step that draws nothing
-        # leaves them to the kernel's pass after the step.
+        # The share's envs due for reset, before their steps would draw from their streams, in
+        # the step's one parallel region (an env's reset and step touch only its own rows, so
+        # the order between envs changes nothing; a share is a multiple of 8 envs: whole words
+        # of was_u64). A step that draws nothing leaves them to the kernel's pass after it.
         for w in range(lo // 8, (hi + 7) // 8):
             due = was_u64[w]
             while due != _ZERO:
@@ -345,8 +346,8 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
             finish_step(np.uint64(i), reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
     # STEP PER ENV END
     # STEP RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1: the same steps, one call a run)
-    # Each call passes every State array: the serial kernel steps every env in one call, the
-    # parallel one each thread's share of the envs in one call (_thread_share).
+    # The serial kernel steps every env in one call; the parallel one each thread's share of the
+    # envs in one call (_thread_share), its due and SAME_STEP resets in the same parallel region.
     run_length = RUN_SHARE_MODE
     whole_obs = obs_stale[0] != 0
     for c in prange((n + run_length - 1) // run_length):
@@ -354,34 +355,10 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
         # STEP SHARE BEGIN (kept for a parallel kernel that resets in its runs: a call a thread's share)
         _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, lo, min(n, lo + run_length))
         # STEP SHARE END
-        # STEP RUN INLINE BEGIN (the other kernels stepped in runs: one call of the run function)
+        # STEP RUN INLINE BEGIN (the other kernels stepped in runs: one call of the run function, every State array passed)
         s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        # RESETS IN RUNS BEGIN (kept for a parallel kernel of a game whose step draws, stepped in runs)
-        if mode == NEXT_STEP and nfinished > 0:
-            # The run's envs due for reset, as the pass before the step resets them elsewhere,
-            # in the same parallel region, so that a step needs one parallel launch, not a
-            # second for the resets (each env's reset and step touch only its own rows, so the
-            # order between envs changes nothing). A share is a multiple of 8 envs, so the
-            # run's flags are whole words of was_u64.
-            for w in range(lo // 8, (min(n, lo + run_length) + 7) // 8):
-                due = was_u64[w]
-                while due != _ZERO:
-                    i = w * 8 + (ctz(due) >> 3)
-                    due &= due - _ONE
-                    _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final,
-                                     obs, masks, obs, np.bool_(False))
-        # RESETS IN RUNS END
         _step_run(s, p, lo, min(n, lo + run_length), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
                   events, rng, obs, whole_obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done, TELEMETRY_RING)
-        # SAME STEP RESETS IN RUNS BEGIN (kept where the resets before the step are in the runs too)
-        if mode == SAME_STEP:
-            for i in range(lo, min(n, lo + run_length)):
-                done = needs_reset[i]
-                has_final[i] = done
-                if done:
-                    _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
-                                     has_final, obs, masks, final_obs, np.bool_(True))
-        # SAME STEP RESETS IN RUNS END
         # STEP RUN INLINE END
     # STEP RUNS END
     if obs_stale[0] == 1:  # every env's observation was written (a step or a reset): obs is current
