@@ -262,20 +262,23 @@ def test_reset_masks_sharing_memory_with_the_engine_are_refused_by_parallel_kern
     eng.reset_envs(np.ones(8, dtype=bool))
 
 
-def test_only_step_tables_of_vectorising_games_get_distinct_views():
+def test_only_step_loops_that_vectorise_get_distinct_views():
     # Distinct views cost compile time (Tetris 3.5 s): only where a step loop over envs can
-    # vectorise, and never for the reset kernels (a few random envs per call).
+    # vectorise (_step_env_share, which both step kernels of a game stepped one env a call
+    # run), never in the kernels themselves (Numba marks prange bodies noalias; the reset
+    # kernels visit a few random envs a call).
     import inspect
 
     cartpole, tetris = vecsim.make("CartPole-v1", 4), vecsim.make("Tetris-v0", 4)
     for eng, want in ((cartpole, True), (tetris, False)):
         module = sys.modules[eng._step_kernel.py_func.__module__]
-        serial, parallel = (inspect.getsource(getattr(module, f"step_{kind}")) for kind in ("serial", "parallel"))
-        assert ("distinct_array_at(" in serial) == want, eng.game.name
-        assert "distinct_array_at(" not in parallel and "array_at(" in parallel  # Numba marks prange bodies
+        assert hasattr(module, "_step_env_share") == want, eng.game.name
+        if want:
+            assert "distinct_array_at(" in inspect.getsource(module._step_env_share.dispatcher.py_func)
         for kind in ("serial", "parallel"):
-            reset_src = inspect.getsource(getattr(module, f"reset_{kind}"))
-            assert "distinct_array_at(" not in reset_src and "array_at(" in reset_src
+            for kernel in ("step", "reset"):
+                src = inspect.getsource(getattr(module, f"{kernel}_{kind}"))
+                assert "distinct_array_at(" not in src and "array_at(" in src, (eng.game.name, kernel, kind)
 
 
 def test_engine_kernels_release_the_gil():
@@ -980,12 +983,21 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
     assert parallel.count("prange(") == 1 and "_step_share(mode, max_steps, actions, step_table_at" in parallel
     assert "_step_run(" not in parallel and "_step_run(s, p, lo, hi," in share and "final_obs, np.bool_(True))" in share
     assert "# RESETS BEFORE STEP BEGIN" in serial
-    assert "_step_share(" not in serial
+    assert "_step_share(" not in serial and "def _step_env_share(" not in runs
+    # One env a call: both kernels call _step_env_share (compiled once, by symbol), the serial one
+    # for every env, the parallel one in its one region for a thread's share; the share steps,
+    # and a step that draws nothing resets after it: no reset pass is rendered that never runs.
     per_env = batched_step(render_source(cartpole, "float32", True))
-    assert "_step_and_write(s, p, np.uint64(i)," in per_env and "_step_run(s, p, lo" not in per_env
+    share = per_env[per_env.index("def _step_env_share("):per_env.index("# ENV SHARE FUNCTION END")]
+    serial, parallel = per_env[per_env.index("def step_serial("):per_env.index("def reset_serial(")], \
+        per_env[per_env.index("def step_parallel("):per_env.index("def reset_parallel(")]
+    for kernel, share_length in ((serial, "max(n, 1)"), (parallel, "_thread_share(n)")):
+        assert kernel.count("prange(") == 1 and f"share = {share_length}\n" in kernel
+        assert "_step_env_share(mode, max_steps, actions, step_table_at, nfinished, c * share," in kernel
+        assert "_step_and_write(" not in kernel and "_reset_and_write(" not in kernel
+    assert "_step_and_write(s, p, np.uint64(i)," in share and "_step_run(s, p, lo" not in per_env
     assert "def _step_share(" not in per_env
-    # A step that draws nothing resets after it, and no kernel holds a reset pass it never runs.
-    assert "# RESETS AFTER STEP BEGIN" in per_env and "# RESETS BEFORE STEP BEGIN" not in per_env
+    assert "# RESETS AFTER STEP BEGIN" in share and "# RESETS BEFORE STEP BEGIN" not in per_env
     # The collector: runs of k slots for Acrobot (its step inlined) and Tetris (the engine's fused
     # run, over slot ranges that skip idle slots), one slot a call for CartPole and Blokus.
     acrobot, blokus = load_game("vecsim.games.acrobot"), load_game("vecsim.games.blokus.classic")

@@ -4,7 +4,8 @@ LLVM vectorises a kernel's loop over envs only if a run-time overlap check of ev
 the loop touches is cheap enough; one more array in the loop, or one 64-bit array among
 32-bit ones, silently halves the lanes or turns the loop scalar (see docs/performance.md, "Where
 the time goes"). These tests compile the games' parallel and serial step kernels in one fresh process with
-an empty cache and read the optimised LLVM IR: the divisions of the step must be vector divisions.
+an empty cache and read the optimised LLVM IR of the step loop both kernels call
+(``_step_env_share``, compiled once): the divisions of the step must be vector divisions.
 CartPole and MountainCar in both precisions (in float64 also the pass that drafts their sines and
 cosines); Pendulum and MountainCarContinuous in float32 (their float64 steps call the C
 library's trigonometry, as Gymnasium's do, and stay scalar). Acrobot's float32 step is scalar too:
@@ -71,21 +72,24 @@ def _widest(ir: str, op: str, kind: str) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("game, precision, op, lanes", CASES)
 def test_step_loop_is_vectorised(dumped_ir, game, precision, op, lanes):
-    # Both kernels: the parallel one (Numba marks a prange body's arrays noalias) and the
-    # serial one (its views of the address table are distinct: vecsim.engine.views.c_distinct_array_at).
+    # The loop of _step_env_share, which both kernels call (its views of the address table are
+    # distinct: vecsim.engine.views.c_distinct_array_at); the kernels themselves step nothing.
     out = dumped_ir[game, precision]
-    serial = re.search(r"OPTIMIZED DUMP step_serial-+\n(.*?)(?=^-+OPTIMIZED DUMP|\Z)", out, re.S | re.M)
-    assert serial, "no serial step kernel in the dumped IR"
-    parallel = out[:serial.start()] + out[serial.end():]
+    dumps = {name: ir for name, ir in re.findall(r"OPTIMIZED DUMP (\w+)-+\n(.*?)(?=^-+OPTIMIZED DUMP|\Z)", out,
+                                                 re.S | re.M) if name in ("_step_env_share", "step_serial",
+                                                                         "step_parallel")}
+    assert sorted(dumps) == ["_step_env_share", "step_parallel", "step_serial"], sorted(dumps)
+    for kernel in ("step_serial", "step_parallel"):
+        assert not re.search(rf"= {op} ", dumps[kernel]), f"the {kernel} kernel steps envs itself"
     # ``lanes`` is the AVX2 width (256-bit vectors); on a CPU with AVX-512 LLVM may go twice as
     # wide (<16 x float> on the AMD EPYC of 2026-11-22): at least ``lanes`` wide passes.
     want, kind = re.fullmatch(r"<(\d+) x (\w+)>", lanes).groups()
-    for name, ir in (("parallel", parallel), ("serial", serial.group(1))):
-        widest = _widest(ir, op, kind)
-        assert widest, f"no {op} found in the {name} kernel's dumped IR"
-        assert widest >= int(want), f"the {game} {precision} {name} step loop is not vectorised {lanes} wide"
-        if game in ("CartPole-v1", "MountainCar-v0") and precision == "float64":
-            # The draft pass of the trigonometry (vecsim.core.exactmath.sincos_small, cos_wide)
-            # takes the exponent of a result with an integer mask: on SIMD lanes, a vector "and".
-            draft = re.findall(rf"= and <(\d+) x i64> [^\n]*\b{0x7FF0000000000000}\b", ir)
-            assert draft and max(map(int, draft)) >= int(want), f"the {name} sin/cos draft pass is not vectorised"
+    ir = dumps["_step_env_share"]
+    widest = _widest(ir, op, kind)
+    assert widest, f"no {op} found in the step loop's dumped IR"
+    assert widest >= int(want), f"the {game} {precision} step loop is not vectorised {lanes} wide"
+    if game in ("CartPole-v1", "MountainCar-v0") and precision == "float64":
+        # The draft pass of the trigonometry (vecsim.core.exactmath.sincos_small, cos_wide)
+        # takes the exponent of a result with an integer mask: on SIMD lanes, a vector "and".
+        draft = re.findall(rf"= and <(\d+) x i64> [^\n]*\b{0x7FF0000000000000}\b", ir)
+        assert draft and max(map(int, draft)) >= int(want), "the sin/cos draft pass is not vectorised"

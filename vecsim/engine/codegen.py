@@ -172,7 +172,15 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     per_call = game.hints.envs_per_call
     resets_in_runs = per_call > 1 and per_call % 8 == 0 and not (one_pass or two_pass)
     if not resets_in_runs:
-        head = re.sub(r"^# STEP SHARE FUNCTION BEGIN.*?^# STEP SHARE FUNCTION END\n", "", head, flags=re.S | re.M)
+        head = _drop_blocks(head, ["STEP SHARE FUNCTION"])
+    # A game stepped one env a call: both kernels call _step_env_share (the serial one for every
+    # env, the parallel one for a thread's share), which holds the resets it runs; the kernels' own
+    # reset passes serve the games stepped in runs.
+    per_env = per_call == 1
+    if per_env:
+        head = _drop_blocks(head, ["RESETS AFTER STEP"] if uses_rng else ["RESETS BEFORE STEP"])
+    else:
+        head = _drop_blocks(head, ["ENV SHARE FUNCTION"])
     variants = []
     for mode in ("serial", "parallel"):
         in_runs = mode == "parallel" and resets_in_runs
@@ -180,21 +188,18 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
         # parallel region then passes a few numbers, not every State array); the others step inline.
         dropped = ["RESETS BEFORE STEP", "SAME STEP RESETS", "STEP RUN INLINE"] if in_runs else ["STEP SHARE"]
         dropped += ["RESETS AFTER STEP"] if uses_rng else ["RESETS BEFORE STEP"]
-        part = body
-        for block in dropped:
-            part = re.sub(rf"^ *# {block} BEGIN.*?^ *# {block} END\n", "", part, flags=re.S | re.M)
+        if per_env:
+            dropped += ["RESETS BEFORE STEP", "RESETS AFTER STEP", "SAME STEP RESETS"]
+        part = _drop_blocks(body, dropped)
         part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", part)
         part = re.sub(r"_MODE\b", f"_{mode}", part)
-        if mode == "parallel" or game.hints.envs_per_call > 1:
-            # Distinct views (vecsim.engine.views.c_distinct_array_at) let LLVM vectorise the serial
-            # step loop over envs, and cost compile time. Numba marks the arrays of a prange body
-            # noalias itself, and a game stepped in runs of envs has no loop to vectorise: plain views.
-            part = part.replace("# VIEWS OF step_table", "# PLAIN VIEWS OF step_table")
         if mode == "serial":
             # A serial kernel's plain views promise LLVM nothing, so its argument needs no
-            # overlap check (a parallel kernel's do: Numba marks its prange bodies noalias).
+            # overlap check (a parallel kernel's do: Numba marks its prange bodies noalias),
+            # unless it passes the argument on to _step_env_share, whose views are distinct.
             for table in re.findall(r"# PLAIN VIEWS OF (\w+)", part):
-                part = re.sub(rf"# (\w+) = FIRST VIEW OF {table} OVERLAPPING \w+", r"\1 = -1", part)
+                if not (per_env and table == "step_table"):
+                    part = re.sub(rf"# (\w+) = FIRST VIEW OF {table} OVERLAPPING \w+", r"\1 = -1", part)
         variants.append(part)
     text = _render_telemetry(head + "".join(variants) + tail, telemetry)
     # The mask checks pass the State to a game's action_legal only (vecsim.engine.fusion.action_allowed_for).
@@ -212,9 +217,9 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     text = _render_contract_calls(text, game, mask_fn, functions)
     text = _render_reset(re.sub(r"\bWRITE_MASK\b", mask_fn, text), functions)
     if not one_pass:  # no empty parallel region
-        text = re.sub(r"^ *# PRE STEP BEGIN.*?# PRE STEP END\n", "", text, flags=re.S | re.M)
+        text = _drop_blocks(text, ["PRE STEP"])
     if not two_pass:
-        text = re.sub(r"^ *# PRE STEP DRAFT BEGIN.*?# PRE STEP DRAFT END\n", "", text, flags=re.S | re.M)
+        text = _drop_blocks(text, ["PRE STEP DRAFT"])
         text = re.sub(r"\n_draft_run = .*# DRAFT RUN .*", "", text)
     text = re.sub(r"\bSTEP_ACTIONS\b", "acts32" if discrete else "actions", text)
     if not discrete:
@@ -223,7 +228,7 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
         rf"\1if given_actions.shape[1] != {int(box_width)}:\n\1    return -BAD_SHAPE\n"
     text = re.sub(r"^( *)# BOX WIDTH CHECK\n", width_check, text, flags=re.M)
     text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
-    text = _keep_one(text, "STEP PER ENV", "STEP RUNS", per_call)
+    text = _keep_one(text, "ENV SHARES", "STEP RUNS", per_call)
     text = re.sub(r"\bRUN_SHARE_serial\b", "max(n, 1)", text)
     text = re.sub(r"\bRUN_SHARE_parallel\b", "_thread_share(n)", text)
     text = re.sub(r"\bSHARE_ALIGN\b", str(share_align(per_call)), text)
@@ -233,9 +238,9 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
             name, _ = fused_source(game, precision, functions, telemetry, part)
             text = re.sub(rf"\bFUSED_{part.upper()}_MODULE\b", name, text)
     else:
-        text = re.sub(r"^# CALLS BY SYMBOL BEGIN.*?^# CALLS BY SYMBOL END\n", "", text, flags=re.S | re.M)
+        text = _drop_blocks(text, ["CALLS BY SYMBOL"])
     if not game.enforces_mask:
-        text = re.sub(r"^ *# MASK CHECK BEGIN.*?# MASK CHECK END\n", "", text, flags=re.S | re.M)
+        text = _drop_blocks(text, ["MASK CHECK"])
     text = re.sub(r"\bGAME_MODULE\b", mod.__name__, text)
     text = text.replace('"PRECISION"', repr(precision))
     return _pad_signatures(text if tables is None else render_table_views(text, tables))
@@ -249,6 +254,13 @@ LEAKY_ARG_COUNT = 20
 
 #: The kernels whose signatures ``_pad_signatures`` checks.
 _KERNEL_NAMES = r"(?:step|reset|observe|advance)_(?:serial|parallel)|collect"
+
+
+def _drop_blocks(text: str, blocks) -> str:
+    """``text`` without the sections between each of ``blocks``' BEGIN and END marker lines."""
+    for block in dict.fromkeys(blocks):
+        text = re.sub(rf"^ *# {block} BEGIN.*?^ *# {block} END\n", "", text, flags=re.S | re.M)
+    return text
 
 
 def _pad_signatures(text: str) -> str:

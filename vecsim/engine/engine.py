@@ -509,9 +509,9 @@ class Engine:
         self._step_table_at, self._fresh_table_at = self._step_table.ctypes.data, self._fresh_table.ctypes.data
         self._point_outputs = kernels.point_outputs
         self._reset_table = address_table(self._reset_arrays)
-        self._choose_kernels(parallel, state)
+        self._choose_kernels(parallel)
 
-    def _choose_kernels(self, parallel, state: tuple) -> None:
+    def _choose_kernels(self, parallel) -> None:
         """Serial or parallel kernels, and for ``parallel="auto"`` the online chooser."""
         kernels, n = self._kernels, self.num_envs
         threads = numba_threads()  # a serial engine leaves Numba's thread pool unstarted
@@ -534,9 +534,6 @@ class Engine:
         self._min_parallel_resets = PARALLEL_MIN_RESETS * launch_factor() if self.parallel else 0
         self._parallel_resets = self._min_parallel_resets
         self._observe_kernel = getattr(kernels, f"observe_{suffix}")
-        self._observe_args = (self.obs, self.masks, self.terminals, self.needs_reset, self._P) + state
-        if f"observe_{suffix}" in kernels.PADDED:
-            self._observe_args += (np.zeros(1),)  # see vecsim.engine.codegen.LEAKY_ARG_COUNT
         #: The online choice between the parallel and the serial step kernels
         #: (``vecsim.engine.chooser.KernelChooser``) of an engine that ``parallel="auto"`` made
         #: parallel on two threads or more, else ``None`` (the kernels stay as chosen).
@@ -1128,7 +1125,7 @@ class Engine:
         np.copyto(self.rewards, rewards)
         np.copyto(self.terminals, terminals)  # before observing: a terminated env's mask is all True
         np.copyto(self.truncations, truncations)
-        self._observe_kernel(*self._observe_args)
+        self._observe_kernel(self._reset_table)
 
     def _attach_masks(self) -> None:
         """After ``step_mode_fresh(..., masks=True)``: the engine's own masks brought up to date
@@ -1152,7 +1149,7 @@ class Engine:
         """Recompute observations and masks after writing ``state`` directly."""
         self.check_open()
         self._attach_outputs()
-        self._observe_kernel(*self._observe_args)
+        self._observe_kernel(self._reset_table)
 
     def action_masks(self) -> np.ndarray:
         """Legal-action masks, shape (num_envs, n_actions) bool (a view; with

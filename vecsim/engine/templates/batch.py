@@ -10,8 +10,10 @@ recompiled in every process: see docs/numba-workarounds.md). The section between
 markers is instantiated twice, ``_serial`` and ``_parallel``: one body, two compilations,
 identical results. A parallel region that would pass every State array into Numba's parfor
 machinery calls serial code instead, compiled once and called by symbol with the address table
-and a thread's share (``_reset_words``; ``_step_share`` for a game stepped in runs): the region
-passes a few numbers, and its compile is a fraction of what a region over the arrays costs.
+and a thread's share (``_reset_words``; ``_step_env_share`` for a game stepped one env a call,
+``_step_share`` for one stepped in runs): the region passes a few numbers, and its compile is a
+fraction of what a region over the arrays costs. The serial kernels call the same functions for
+every env, where a game is stepped one env a call: the steps compile once for both.
 
 The step and reset kernels take as arguments only what changes from call to call (mode,
 actions, the four step outputs; the reset mask's words and seed mode) and one int64 address
@@ -100,8 +102,6 @@ _draft_run = pre_step_draft_run(_game, "PRECISION")  # DRAFT RUN (kept for games
 from FUSED_STEP_MODULE import step_and_write as _step_and_write, step_run as _step_run  # noqa: E402
 from FUSED_RESET_MODULE import reset_and_write as _reset_and_write  # noqa: E402
 # CALLS BY SYMBOL END
-# Envs a call of _draft_run drafts in a parallel kernel (a serial one drafts all in one call).
-_DRAFT_RUN = 1024
 
 
 @njit(**OPTS_SERIAL)
@@ -220,6 +220,21 @@ def _reset_words(words, w_lo, w_hi, seed_mode, seed, reset_table):
                              obs, np.bool_(False))
 
 
+@by_symbol
+@njit(**OPTS_SERIAL)
+def _observe_envs(lo, hi, reset_table):
+    """``observe_MODE`` for envs ``lo`` to ``hi - 1``; the mask of an env whose episode
+    terminated and awaits its reset is all True, as the step left it."""
+    # PLAIN VIEWS OF reset_table: seeds, obs, rewards, term, trunc, needs_reset, has_final, elapsed, rng, P, events, masks, STATE_ARGS
+    for i in range(lo, hi):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        _game.write_obs(s, p, np.uint64(i), obs)
+        if term[i] and needs_reset[i]:
+            _all_legal(s, p, np.uint64(i), masks)
+        else:
+            MASK_FN(s, p, np.uint64(i), masks)
+
+
 # STEP SHARE FUNCTION BEGIN (kept for games whose parallel step resets due envs in its runs)
 @by_symbol
 @njit(**OPTS_SERIAL)
@@ -258,6 +273,84 @@ def _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, l
 # STEP SHARE FUNCTION END
 
 
+# ENV SHARE FUNCTION BEGIN (kept for games stepped one env a call: both step kernels call it)
+@by_symbol
+@njit(**OPTS_SERIAL)
+def _step_env_share(mode, max_steps, actions, step_table_at, nfinished, lo, hi):
+    """Envs ``lo`` to ``hi - 1`` of a step of a game stepped one env a call: those due for reset
+    reset before the step where the step draws (after it where it draws nothing), the step
+    pass, then SAME_STEP's resets. The serial kernel calls it once for every env, the parallel
+    one once a thread's share (a multiple of 8 envs: whole words of ``was_u64``). Called by
+    symbol with the table's address: the steps compile once for both kernels, and the
+    parallel region passes a few numbers instead of every State array.
+
+    The step loop has no reset branch: envs are stepped in one branch-free pass and the few
+    that must reset are fixed up in another, so it vectorises. LLVM vectorises it only if it
+    can tell the arrays apart: the table's views are distinct
+    (``vecsim.engine.views.c_distinct_array_at``; both kernels check ``actions`` against them
+    first), and the overlap checks between the arguments it touches (Box ``actions``) stay few
+    enough to make at run time. Keep the step loop's own array accesses few (``was_done`` is
+    written in the kernels' check pass for that reason; tests/engine/test_vectorised.py guards
+    the loops of CartPole, Pendulum and the MountainCars)."""
+    # step_table = TABLE step_table AT step_table_at
+    # VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, obs_stale, STATE_ARGS, TELEMETRY_VIEWS
+    needs_reset = needs_pad[:elapsed.shape[0]]
+    was_u64 = was_done.view(np.uint64)
+    # RESETS BEFORE STEP BEGIN (kept for games whose step draws)
+    if mode == NEXT_STEP and nfinished > 0:
+        # An env due for reset must not be stepped first: the step's draws would shift its
+        # stream. Reset those envs before the step pass, which then skips them.
+        for w in range(lo // 8, (hi + 7) // 8):
+            due = was_u64[w]  # 8 flags, one a byte: the few set ones without a branch per env
+            while due != _ZERO:
+                i = w * 8 + (ctz(due) >> 3)
+                due &= due - _ONE
+                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
+                                 masks, obs, np.bool_(False))
+    # RESETS BEFORE STEP END
+    # PRE STEP BEGIN (kept only for games with a pre_step_env and no pre_step_fix_env)
+    for i in range(lo, hi):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        _game.pre_step_env(s, p, np.uint64(i), STEP_ACTIONS)
+    # PRE STEP END
+    # PRE STEP DRAFT BEGIN (kept only for games with a pre_step_fix_env: the draft, then the fix)
+    s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+    _draft_run(s, p, lo, hi, STEP_ACTIONS)
+    for i in range(lo, hi):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        _game.pre_step_fix_env(s, p, np.uint64(i), STEP_ACTIONS)
+    # PRE STEP DRAFT END
+    for i in range(lo, hi):
+        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+        if not (mode == NEXT_STEP and STEP_USES_RNG and was_done[i]):
+            reward, terminated = _step_and_write(s, p, np.uint64(i), STEP_ACTIONS, events, rng, obs, masks, TELEMETRY_RING)
+            finish_step(np.uint64(i), reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
+    # RESETS AFTER STEP BEGIN (kept for games whose step draws nothing)
+    if mode == NEXT_STEP and nfinished > 0:
+        # Envs that were due for reset were stepped from their final state above (a step that
+        # draws nothing and touches only its own env); resetting them now leaves exactly what
+        # resetting instead of stepping would have.
+        for w in range(lo // 8, (hi + 7) // 8):
+            due = was_u64[w]
+            while due != _ZERO:
+                i = w * 8 + (ctz(due) >> 3)
+                due &= due - _ONE
+                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
+                                 masks, obs, np.bool_(False))
+    # RESETS AFTER STEP END
+    if mode == SAME_STEP:
+        for i in range(lo, hi):
+            done = needs_reset[i]
+            has_final[i] = done
+            if done:
+                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
+                _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
+                                 has_final, obs, masks, final_obs, np.bool_(True))
+# ENV SHARE FUNCTION END
+
+
 # Functions called from a prange body get the env index as np.uint64(i): Numba types the loop
 # index as int64 when it types the kernel and as uint64 when it compiles the parallel loop,
 # so a plain ``i`` compiles each callee twice, and the serial kernel's int64 once more.
@@ -281,18 +374,11 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     Python than an array). ``given_actions`` is typed with any layout (``Engine`` calls the compiled function
     directly, after checking only its type, dtype and ``ndim``): its row count and its
     C-contiguity and alignment are checked here, and the rest of the kernel reads a C view.
-
-    The step loop has no reset branch: envs are stepped in one branch-free pass and the few
-    that must reset are fixed up in a later pass, so it vectorises. LLVM vectorises it only
-    if it can tell the arrays apart: the table's views are distinct
-    (``vecsim.engine.views.c_distinct_array_at``), and the overlap checks between the arguments it
-    touches (``obs``, ``rewards``, ``term``, ``trunc``, Box ``actions``) stay few enough to
-    make at run time. Keep the step loop's own array accesses few (``was_done`` is written in
-    the check pass for that reason; tests/engine/test_vectorised.py guards the serial and parallel
-    loops of CartPole, Pendulum and the MountainCars).
+    The steps themselves are ``_step_env_share``'s (a game stepped one env a call) or the run
+    function's (a game stepped in runs).
     """
     # step_table = TABLE step_table AT step_table_at
-    # VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, obs_stale, STATE_ARGS, TELEMETRY_VIEWS
+    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, obs_stale, STATE_ARGS, TELEMETRY_VIEWS
     if given_actions.shape[0] != elapsed.shape[0]:
         return -BAD_SHAPE
     # BOX WIDTH CHECK
@@ -310,7 +396,7 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     if status != OK:
         return step_status(status, index)
     was_u64 = was_done.view(np.uint64)
-    # RESETS BEFORE STEP BEGIN (kept for games whose step draws, unless the kernel resets in its runs)
+    # RESETS BEFORE STEP BEGIN (kept for games stepped in runs whose step draws, unless the kernel resets in its runs)
     if mode == NEXT_STEP and nfinished > 0:
         # An env due for reset must not be stepped first: the step's draws would shift its
         # stream. Reset those envs before the step pass, which then skips them.
@@ -323,28 +409,11 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
                 _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
                                  masks, obs, np.bool_(False))
     # RESETS BEFORE STEP END
-    # PRE STEP BEGIN (kept only for games with a pre_step_env and no pre_step_fix_env)
-    for i in prange(n):
-        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        _game.pre_step_env(s, p, np.uint64(i), STEP_ACTIONS)
-    # PRE STEP END
-    # PRE STEP DRAFT BEGIN (kept only for games with a pre_step_fix_env: the draft, then the fix)
-    runs = (n + _DRAFT_RUN - 1) // _DRAFT_RUN if PARALLEL_MODE else 1
-    for c in prange(runs):
-        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        lo = c * _DRAFT_RUN
-        _draft_run(s, p, lo, min(n, lo + _DRAFT_RUN) if PARALLEL_MODE else n, STEP_ACTIONS)
-    for i in prange(n):
-        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        _game.pre_step_fix_env(s, p, np.uint64(i), STEP_ACTIONS)
-    # PRE STEP DRAFT END
-    # STEP PER ENV BEGIN (kept for games with KernelHints.envs_per_call = 1: this loop vectorises)
-    for i in prange(n):
-        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        if not (mode == NEXT_STEP and STEP_USES_RNG and was_done[i]):
-            reward, terminated = _step_and_write(s, p, np.uint64(i), STEP_ACTIONS, events, rng, obs, masks, TELEMETRY_RING)
-            finish_step(np.uint64(i), reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
-    # STEP PER ENV END
+    # ENV SHARES BEGIN (kept for games with KernelHints.envs_per_call = 1: _step_env_share, compiled once for both kernels)
+    share = RUN_SHARE_MODE
+    for c in prange((n + share - 1) // share):
+        _step_env_share(mode, max_steps, actions, step_table_at, nfinished, c * share, min(n, (c + 1) * share))
+    # ENV SHARES END
     # STEP RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1: the same steps, one call a run)
     # The serial kernel steps every env in one call; the parallel one each thread's share of the
     # envs in one call (_thread_share), its due and SAME_STEP resets in the same parallel region.
@@ -363,7 +432,7 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     # STEP RUNS END
     if obs_stale[0] == 1:  # every env's observation was written (a step or a reset): obs is current
         obs_stale[0] = 0
-    # RESETS AFTER STEP BEGIN (kept for games whose step draws nothing)
+    # RESETS AFTER STEP BEGIN (kept for games stepped in runs whose step draws nothing)
     if mode == NEXT_STEP:
         # Envs that were due for reset were stepped from their final state above (a step
         # that draws nothing and touches only its own env); resetting them now leaves
@@ -382,7 +451,7 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
                 _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
                                  masks, obs, np.bool_(False))
     # RESETS AFTER STEP END
-    # SAME STEP RESETS BEGIN (kept unless the kernel resets in its runs)
+    # SAME STEP RESETS BEGIN (kept for games stepped in runs, unless the kernel resets in its runs)
     if mode == SAME_STEP:
         for i in prange(n):
             done = needs_reset[i]
@@ -432,17 +501,17 @@ def reset_MODE(words, seed_mode, seed, reset_table):
 
 
 @njit(**OPTS_MODE)
-def observe_MODE(obs, masks, term, needs_reset, P, STATE_ARGS):
-    """Rewrite every env's observation and mask from its state (after a state write); the mask
-    of an env whose episode terminated and awaits its reset is all True, as the step left it."""
+def observe_MODE(reset_table):
+    """Rewrite every env's observation and mask from its state (after a state write): a
+    parallel kernel gives each thread a share of the envs (``_observe_envs``, by symbol)."""
+    # PLAIN VIEWS OF reset_table: seeds, obs, rewards, term, trunc, needs_reset, has_final, elapsed, rng, P, events, masks, STATE_ARGS
     n = obs.shape[0]
-    for i in prange(n):
-        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        _game.write_obs(s, p, np.uint64(i), obs)
-        if term[i] and needs_reset[i]:
-            _all_legal(s, p, np.uint64(i), masks)
-        else:
-            MASK_FN(s, p, np.uint64(i), masks)
+    if PARALLEL_MODE:
+        share = _thread_share(n)
+        for c in prange((n + share - 1) // share):
+            _observe_envs(c * share, min(n, (c + 1) * share), reset_table)
+    else:
+        _observe_envs(0, n, reset_table)
 
 
 # KERNELS END
