@@ -264,7 +264,7 @@ def test_reset_masks_sharing_memory_with_the_engine_are_refused_by_parallel_kern
 
 def test_only_step_loops_that_vectorise_get_distinct_views():
     # Distinct views cost compile time (Tetris 3.5 s): only where a step loop over envs can
-    # vectorise (_step_env_share, which both step kernels of a game stepped one env a call
+    # vectorise (the _step_share of a game stepped one env a call, which both step kernels
     # run), never in the kernels themselves (Numba marks prange bodies noalias; the reset
     # kernels visit a few random envs a call).
     import inspect
@@ -272,9 +272,8 @@ def test_only_step_loops_that_vectorise_get_distinct_views():
     cartpole, tetris = vecsim.make("CartPole-v1", 4), vecsim.make("Tetris-v0", 4)
     for eng, want in ((cartpole, True), (tetris, False)):
         module = sys.modules[eng._step_kernel.py_func.__module__]
-        assert hasattr(module, "_step_env_share") == want, eng.game.name
-        if want:
-            assert "distinct_array_at(" in inspect.getsource(module._step_env_share.dispatcher.py_func)
+        share = inspect.getsource(module._step_share.dispatcher.py_func)
+        assert ("distinct_array_at(" in share) == want and "array_at(" in share, eng.game.name
         for kind in ("serial", "parallel"):
             for kernel in ("step", "reset"):
                 src = inspect.getsource(getattr(module, f"{kernel}_{kind}"))
@@ -969,35 +968,26 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
 
     tetris, cartpole = load_game("vecsim.games.tetris"), load_game("vecsim.games.cartpole")
     k = tetris.hints.envs_per_call
-    runs = batched_step(render_source(tetris, "float64", True))
-    # The parallel kernel: one call a thread's share of whole runs and cache lines; the serial one: one call.
-    assert "run_length = _thread_share(n)" in runs and "run_length = max(n, 1)" in runs
-    assert f"_SHARE_ALIGN = {math.lcm(k, 64)}\n" in runs
-    assert "prange((n + run_length - 1) // run_length)" in runs and "_step_and_write(s, p, np.uint64(i)," not in runs
-    # The parallel kernel resets due envs inside its runs, SAME_STEP ones too: one parallel region
-    # a step kernel, whose body calls _step_share (compiled once, by symbol) with a few numbers,
-    # not every State array; the serial one resets before and steps inline.
-    serial, parallel = runs[runs.index("def step_serial("):runs.index("def reset_serial(")], \
-        runs[runs.index("def step_parallel("):runs.index("def reset_parallel(")]
-    share = runs[runs.index("def _step_share("):runs.index("# STEP SHARE FUNCTION END")]
-    assert parallel.count("prange(") == 1 and "_step_share(mode, max_steps, actions, step_table_at" in parallel
-    assert "_step_run(" not in parallel and "_step_run(s, p, lo, hi," in share and "final_obs, np.bool_(True))" in share
-    assert "# RESETS BEFORE STEP BEGIN" in serial
-    assert "_step_share(" not in serial and "def _step_env_share(" not in runs
-    # One env a call: both kernels call _step_env_share (compiled once, by symbol), the serial one
-    # for every env, the parallel one in its one region for a thread's share; the share steps,
-    # and a step that draws nothing resets after it: no reset pass is rendered that never runs.
-    per_env = batched_step(render_source(cartpole, "float32", True))
-    share = per_env[per_env.index("def _step_env_share("):per_env.index("# ENV SHARE FUNCTION END")]
-    serial, parallel = per_env[per_env.index("def step_serial("):per_env.index("def reset_serial(")], \
-        per_env[per_env.index("def step_parallel("):per_env.index("def reset_parallel(")]
-    for kernel, share_length in ((serial, "max(n, 1)"), (parallel, "_thread_share(n)")):
-        assert kernel.count("prange(") == 1 and f"share = {share_length}\n" in kernel
-        assert "_step_env_share(mode, max_steps, actions, step_table_at, nfinished, c * share," in kernel
-        assert "_step_and_write(" not in kernel and "_reset_and_write(" not in kernel
-    assert "_step_and_write(s, p, np.uint64(i)," in share and "_step_run(s, p, lo" not in per_env
-    assert "def _step_share(" not in per_env
-    assert "# RESETS AFTER STEP BEGIN" in share and "# RESETS BEFORE STEP BEGIN" not in per_env
+    # Both kernels call _step_share (compiled once, by symbol) in their one loop, the serial one
+    # for every env, the parallel one for a thread's share of whole runs and cache lines; the
+    # share holds the steps (one call of the run function, or a loop of one env a call) and the
+    # resets, before the step where it draws, after it where it draws nothing: no kernel holds
+    # a reset pass or a step of its own.
+    for game, precision, per_call in ((tetris, "float64", k), (cartpole, "float32", 1)):
+        text = batched_step(render_source(game, precision, True))
+        share = text[text.index("def _step_share("):text.index("def step_serial(")]
+        serial, parallel = text[text.index("def step_serial("):text.index("def reset_serial(")], \
+            text[text.index("def step_parallel("):text.index("def reset_parallel(")]
+        assert f"_SHARE_ALIGN = {math.lcm(per_call, 64)}\n" in text
+        for kernel, share_length in ((serial, "max(n, 1)"), (parallel, "_thread_share(n)")):
+            assert kernel.count("prange(") == 1 and f"share = {share_length}\n" in kernel
+            assert "_step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, c * share," in kernel
+            assert "_step_and_write(" not in kernel and "_reset_and_write(" not in kernel and "_step_run(" not in kernel
+        assert ("_step_run(s, p, lo, hi," in share) == (per_call > 1)
+        assert ("_step_and_write(s, p, np.uint64(i)," in share) == (per_call == 1)
+        assert "final_obs, np.bool_(True))" in share
+        draws = game.hints.step_uses_rng
+        assert ("# RESETS BEFORE STEP BEGIN" in share) == draws and ("# RESETS AFTER STEP BEGIN" in share) != draws
     # The collector: runs of k slots for Acrobot (its step inlined) and Tetris (the engine's fused
     # run, over slot ranges that skip idle slots), one slot a call for CartPole and Blokus.
     acrobot, blokus = load_game("vecsim.games.acrobot"), load_game("vecsim.games.blokus.classic")

@@ -1,7 +1,8 @@
-"""The parallel step kernel of a game stepped in runs (``KernelHints.envs_per_call > 1``) gives
-each thread one share of the envs, stepped in one call: same results as the serial kernel on
-one thread or two, shares on whole cache lines of the flag arrays, and a refused action in the
-second thread's share leaves every env as it was."""
+"""The parallel step kernel gives each thread one share of the envs, stepped in one call of
+``_step_share`` (here for a game stepped in runs, ``KernelHints.envs_per_call > 1``, whose shares
+are whole runs): same results as the serial kernel on one thread or two, shares on whole cache
+lines of the flag arrays, and a refused action in the second thread's share leaves every env as
+it was."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ the loop touches is cheap enough; one more array in the loop, or one 64-bit arra
 32-bit ones, silently halves the lanes or turns the loop scalar (see docs/performance.md, "Where
 the time goes"). These tests compile the games' parallel and serial step kernels in one fresh process with
 an empty cache and read the optimised LLVM IR of the step loop both kernels call
-(``_step_env_share``, compiled once): the divisions of the step must be vector divisions.
+(``_step_share``, compiled once): the divisions of the step must be vector divisions.
 CartPole and MountainCar in both precisions (in float64 also the pass that drafts their sines and
 cosines); Pendulum and MountainCarContinuous in float32 (their float64 steps call the C
 library's trigonometry, as Gymnasium's do, and stay scalar). Acrobot's float32 step is scalar too:
@@ -72,19 +72,19 @@ def _widest(ir: str, op: str, kind: str) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("game, precision, op, lanes", CASES)
 def test_step_loop_is_vectorised(dumped_ir, game, precision, op, lanes):
-    # The loop of _step_env_share, which both kernels call (its views of the address table are
+    # The loop of _step_share, which both kernels call (its views of the address table are
     # distinct: vecsim.engine.views.c_distinct_array_at); the kernels themselves step nothing.
     out = dumped_ir[game, precision]
     dumps = {name: ir for name, ir in re.findall(r"OPTIMIZED DUMP (\w+)-+\n(.*?)(?=^-+OPTIMIZED DUMP|\Z)", out,
-                                                 re.S | re.M) if name in ("_step_env_share", "step_serial",
+                                                 re.S | re.M) if name in ("_step_share", "step_serial",
                                                                          "step_parallel")}
-    assert sorted(dumps) == ["_step_env_share", "step_parallel", "step_serial"], sorted(dumps)
+    assert sorted(dumps) == ["_step_share", "step_parallel", "step_serial"], sorted(dumps)
     for kernel in ("step_serial", "step_parallel"):
         assert not re.search(rf"= {op} ", dumps[kernel]), f"the {kernel} kernel steps envs itself"
     # ``lanes`` is the AVX2 width (256-bit vectors); on a CPU with AVX-512 LLVM may go twice as
     # wide (<16 x float> on the AMD EPYC of 2026-11-22): at least ``lanes`` wide passes.
     want, kind = re.fullmatch(r"<(\d+) x (\w+)>", lanes).groups()
-    ir = dumps["_step_env_share"]
+    ir = dumps["_step_share"]
     widest = _widest(ir, op, kind)
     assert widest, f"no {op} found in the step loop's dumped IR"
     assert widest >= int(want), f"the {game} {precision} step loop is not vectorised {lanes} wide"

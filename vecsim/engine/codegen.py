@@ -165,38 +165,22 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     head, body, tail = _split_template(_TEMPLATE.read_text())
     two_pass = not fast and game.has("pre_step_fix_env")
     one_pass = not (fast or two_pass or not game.has("pre_step_env"))
-    # A parallel kernel of a game stepped in runs resets due envs inside its step runs, where no
-    # pass lies between the resets and the steps and a run's flags are whole 8-env words: one
-    # parallel region a step. Each parallel region is a function Numba compiles with every
-    # callee linked in again, so the reset passes a kernel never runs are not rendered at all.
+    # Both step kernels call _step_share (the serial one for every env, the parallel one for a
+    # thread's share): the steps and resets compile once, and the kernels hold none. Its views
+    # are distinct where its loop over envs can vectorise (one env a call), else plain.
     per_call = game.hints.envs_per_call
-    resets_in_runs = per_call > 1 and per_call % 8 == 0 and not (one_pass or two_pass)
-    if not resets_in_runs:
-        head = _drop_blocks(head, ["STEP SHARE FUNCTION"])
-    # A game stepped one env a call: both kernels call _step_env_share (the serial one for every
-    # env, the parallel one for a thread's share), which holds the resets it runs; the kernels' own
-    # reset passes serve the games stepped in runs.
     per_env = per_call == 1
-    if per_env:
-        head = _drop_blocks(head, ["RESETS AFTER STEP"] if uses_rng else ["RESETS BEFORE STEP"])
-    else:
-        head = _drop_blocks(head, ["ENV SHARE FUNCTION"])
+    head = _drop_blocks(head, ["RESETS AFTER STEP"] if uses_rng else ["RESETS BEFORE STEP"])
+    if not per_env:
+        head = head.replace("# VIEWS OF step_table", "# PLAIN VIEWS OF step_table")
     variants = []
     for mode in ("serial", "parallel"):
-        in_runs = mode == "parallel" and resets_in_runs
-        # A parallel kernel that resets in its runs calls _step_share for a thread's share (its
-        # parallel region then passes a few numbers, not every State array); the others step inline.
-        dropped = ["RESETS BEFORE STEP", "SAME STEP RESETS", "STEP RUN INLINE"] if in_runs else ["STEP SHARE"]
-        dropped += ["RESETS AFTER STEP"] if uses_rng else ["RESETS BEFORE STEP"]
-        if per_env:
-            dropped += ["RESETS BEFORE STEP", "RESETS AFTER STEP", "SAME STEP RESETS"]
-        part = _drop_blocks(body, dropped)
-        part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", part)
+        part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
         part = re.sub(r"_MODE\b", f"_{mode}", part)
         if mode == "serial":
             # A serial kernel's plain views promise LLVM nothing, so its argument needs no
             # overlap check (a parallel kernel's do: Numba marks its prange bodies noalias),
-            # unless it passes the argument on to _step_env_share, whose views are distinct.
+            # unless it passes the argument on to a _step_share whose views are distinct.
             for table in re.findall(r"# PLAIN VIEWS OF (\w+)", part):
                 if not (per_env and table == "step_table"):
                     part = re.sub(rf"# (\w+) = FIRST VIEW OF {table} OVERLAPPING \w+", r"\1 = -1", part)
@@ -228,7 +212,7 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
         rf"\1if given_actions.shape[1] != {int(box_width)}:\n\1    return -BAD_SHAPE\n"
     text = re.sub(r"^( *)# BOX WIDTH CHECK\n", width_check, text, flags=re.M)
     text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
-    text = _keep_one(text, "ENV SHARES", "STEP RUNS", per_call)
+    text = _keep_one(text, "STEP PER ENV", "STEP RUNS", per_call)
     text = re.sub(r"\bRUN_SHARE_serial\b", "max(n, 1)", text)
     text = re.sub(r"\bRUN_SHARE_parallel\b", "_thread_share(n)", text)
     text = re.sub(r"\bSHARE_ALIGN\b", str(share_align(per_call)), text)

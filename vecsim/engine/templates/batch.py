@@ -10,10 +10,9 @@ recompiled in every process: see docs/numba-workarounds.md). The section between
 markers is instantiated twice, ``_serial`` and ``_parallel``: one body, two compilations,
 identical results. A parallel region that would pass every State array into Numba's parfor
 machinery calls serial code instead, compiled once and called by symbol with the address table
-and a thread's share (``_reset_words``; ``_step_env_share`` for a game stepped one env a call,
-``_step_share`` for one stepped in runs): the region passes a few numbers, and its compile is a
-fraction of what a region over the arrays costs. The serial kernels call the same functions for
-every env, where a game is stepped one env a call: the steps compile once for both.
+and a thread's share (``_step_share``, ``_reset_words``, ``_observe_envs``): the region passes a
+few numbers, and its compile is a fraction of what a region over the arrays costs. The serial
+kernels call the same functions for every env, so the steps and resets compile once for both.
 
 The step and reset kernels take as arguments only what changes from call to call (mode,
 actions, the four step outputs; the reset mask's words and seed mode) and one int64 address
@@ -175,11 +174,11 @@ _SHARE_MIN_ALIGN = SHARE_MIN_ALIGN
 
 @njit(**OPTS_SERIAL)
 def _thread_share(n):
-    """Envs a thread steps in a parallel step of ``n`` envs stepped in runs: ``n`` split evenly
+    """Envs a thread takes in a parallel step (or observation) of ``n`` envs: ``n`` split evenly
     between Numba's threads, rounded up to whole ``_SHARE_ALIGN`` envs, so that each thread makes
-    one call of the run function (each call passes every State array) and its rows start on
-    whole cache lines of the per-env flag arrays; rounded up to whole ``_SHARE_MIN_ALIGN`` envs
-    instead where whole cache lines would leave a thread nothing to step."""
+    one call of ``_step_share`` and its rows start on whole cache lines of the per-env flag
+    arrays; rounded up to whole ``_SHARE_MIN_ALIGN`` envs instead where whole cache lines would
+    leave a thread nothing to step."""
     threads = parallel_threads()
     share = (n + threads - 1) // threads
     aligned = (share + _SHARE_ALIGN - 1) // _SHARE_ALIGN * _SHARE_ALIGN
@@ -235,128 +234,86 @@ def _observe_envs(lo, hi, reset_table):
             MASK_FN(s, p, np.uint64(i), masks)
 
 
-# STEP SHARE FUNCTION BEGIN (kept for games whose parallel step resets due envs in its runs)
+# The games' functions get the env index as np.uint64(i), here as in the collectors' prange
+# bodies, where Numba types the loop index as int64 when it types the kernel and as uint64 when
+# it compiles the parallel loop: one signature of each callee, compiled once. uint64 rather than
+# int64: indexing with it needs no check for negative indices (see docs/numba-workarounds.md).
+
+
+@njit(inline="always", **OPTS_SERIAL)  # typed into its caller: a function taking the State compiles for seconds
+def _reset_due(s, p, was_u64, lo, hi, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks):
+    """Reset the envs of ``lo`` to ``hi - 1`` whose flag is set in ``was_u64`` (``needs_reset``
+    as the step began, 8 flags a word: the few set ones without a branch per env)."""
+    for w in range(lo // 8, (hi + 7) // 8):
+        due = was_u64[w]
+        while due != _ZERO:
+            i = w * 8 + (ctz(due) >> 3)
+            due &= due - _ONE
+            _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
+                             masks, obs, np.bool_(False))
+
+
 @by_symbol
 @njit(**OPTS_SERIAL)
 def _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, lo, hi):
-    """One thread's share of a parallel step of a game stepped in runs (``step_parallel``): envs
-    ``lo`` to ``hi - 1``, those due for reset reset first, then stepped in one call of the run
-    function, then SAME_STEP's resets. Called by symbol, with the table's address rather than
-    its arrays: the parallel region passes a few numbers, not every State array, and the
-    share's code is compiled once, not again into the region."""
-    # step_table = TABLE step_table AT step_table_at
-    # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, obs_stale, STATE_ARGS, TELEMETRY_VIEWS
-    needs_reset = needs_pad[:elapsed.shape[0]]
-    was_u64 = was_done.view(np.uint64)
-    s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-    if mode == NEXT_STEP and STEP_USES_RNG and nfinished > 0:
-        # The share's envs due for reset, before their steps would draw from their streams, in
-        # the step's one parallel region (an env's reset and step touch only its own rows, so
-        # the order between envs changes nothing; a share is a multiple of 8 envs: whole words
-        # of was_u64). A step that draws nothing leaves them to the kernel's pass after it.
-        for w in range(lo // 8, (hi + 7) // 8):
-            due = was_u64[w]
-            while due != _ZERO:
-                i = w * 8 + (ctz(due) >> 3)
-                due &= due - _ONE
-                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final,
-                                 obs, masks, obs, np.bool_(False))
-    _step_run(s, p, lo, hi, mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS, events, rng, obs,
-              whole_obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done, TELEMETRY_RING)
-    if mode == SAME_STEP:
-        for i in range(lo, hi):
-            done = needs_reset[i]
-            has_final[i] = done
-            if done:
-                _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
-                                 has_final, obs, masks, final_obs, np.bool_(True))
-# STEP SHARE FUNCTION END
+    """Envs ``lo`` to ``hi - 1`` of a step (``step_MODE``): the serial kernel calls it once for
+    every env, the parallel one once a thread's share (``_thread_share``: whole runs and whole
+    8-env words of ``was_u64``). Envs due for reset reset before the step where the step draws
+    (an env's draws must not shift its stream), after it where it draws nothing (stepped from
+    their final state, then reset: what resetting instead would have left); then the pre-step
+    passes, the steps (one env a call, or the run function's one call), and SAME_STEP's
+    resets. An env's reset and step touch only its own rows, so the order between envs changes
+    nothing. Called by symbol with the table's address: the steps compile once for both kernels,
+    and the parallel region passes a few numbers instead of every State array.
 
-
-# ENV SHARE FUNCTION BEGIN (kept for games stepped one env a call: both step kernels call it)
-@by_symbol
-@njit(**OPTS_SERIAL)
-def _step_env_share(mode, max_steps, actions, step_table_at, nfinished, lo, hi):
-    """Envs ``lo`` to ``hi - 1`` of a step of a game stepped one env a call: those due for reset
-    reset before the step where the step draws (after it where it draws nothing), the step
-    pass, then SAME_STEP's resets. The serial kernel calls it once for every env, the parallel
-    one once a thread's share (a multiple of 8 envs: whole words of ``was_u64``). Called by
-    symbol with the table's address: the steps compile once for both kernels, and the
-    parallel region passes a few numbers instead of every State array.
-
-    The step loop has no reset branch: envs are stepped in one branch-free pass and the few
-    that must reset are fixed up in another, so it vectorises. LLVM vectorises it only if it
-    can tell the arrays apart: the table's views are distinct
-    (``vecsim.engine.views.c_distinct_array_at``; both kernels check ``actions`` against them
-    first), and the overlap checks between the arguments it touches (Box ``actions``) stay few
-    enough to make at run time. Keep the step loop's own array accesses few (``was_done`` is
-    written in the kernels' check pass for that reason; tests/engine/test_vectorised.py guards
-    the loops of CartPole, Pendulum and the MountainCars)."""
+    One env a call, the step loop has no reset branch (the few envs due for reset are fixed up
+    in another pass), so it vectorises: LLVM vectorises it only if it can tell the arrays
+    apart, so the table's views are distinct here (``vecsim.engine.views.c_distinct_array_at``;
+    the kernels check ``actions`` against them first) and plain for a game stepped in runs,
+    which has no loop to vectorise; the overlap checks between the arguments the loop touches
+    (Box ``actions``) stay few enough to make at run time. Keep the loop's own array accesses
+    few (``was_done`` is written in the kernels' check pass for that reason;
+    tests/engine/test_vectorised.py guards the loops of CartPole, Pendulum and the MountainCars)."""
     # step_table = TABLE step_table AT step_table_at
     # VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, obs_stale, STATE_ARGS, TELEMETRY_VIEWS
     needs_reset = needs_pad[:elapsed.shape[0]]
     was_u64 = was_done.view(np.uint64)
+    s, p = State(STATE_ARGS), Params(PARAM_ROWS)
     # RESETS BEFORE STEP BEGIN (kept for games whose step draws)
     if mode == NEXT_STEP and nfinished > 0:
-        # An env due for reset must not be stepped first: the step's draws would shift its
-        # stream. Reset those envs before the step pass, which then skips them.
-        for w in range(lo // 8, (hi + 7) // 8):
-            due = was_u64[w]  # 8 flags, one a byte: the few set ones without a branch per env
-            while due != _ZERO:
-                i = w * 8 + (ctz(due) >> 3)
-                due &= due - _ONE
-                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
-                                 masks, obs, np.bool_(False))
+        _reset_due(s, p, was_u64, lo, hi, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks)
     # RESETS BEFORE STEP END
     # PRE STEP BEGIN (kept only for games with a pre_step_env and no pre_step_fix_env)
     for i in range(lo, hi):
-        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         _game.pre_step_env(s, p, np.uint64(i), STEP_ACTIONS)
     # PRE STEP END
     # PRE STEP DRAFT BEGIN (kept only for games with a pre_step_fix_env: the draft, then the fix)
-    s, p = State(STATE_ARGS), Params(PARAM_ROWS)
     _draft_run(s, p, lo, hi, STEP_ACTIONS)
     for i in range(lo, hi):
-        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         _game.pre_step_fix_env(s, p, np.uint64(i), STEP_ACTIONS)
     # PRE STEP DRAFT END
+    # STEP PER ENV BEGIN (kept for games with KernelHints.envs_per_call = 1: this loop vectorises)
     for i in range(lo, hi):
-        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
         if not (mode == NEXT_STEP and STEP_USES_RNG and was_done[i]):
             reward, terminated = _step_and_write(s, p, np.uint64(i), STEP_ACTIONS, events, rng, obs, masks, TELEMETRY_RING)
             finish_step(np.uint64(i), reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)
+    # STEP PER ENV END
+    # STEP RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1: the same steps in one call)
+    _step_run(s, p, lo, hi, mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS, events, rng, obs,
+              whole_obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done, TELEMETRY_RING)
+    # STEP RUNS END
     # RESETS AFTER STEP BEGIN (kept for games whose step draws nothing)
     if mode == NEXT_STEP and nfinished > 0:
-        # Envs that were due for reset were stepped from their final state above (a step that
-        # draws nothing and touches only its own env); resetting them now leaves exactly what
-        # resetting instead of stepping would have.
-        for w in range(lo // 8, (hi + 7) // 8):
-            due = was_u64[w]
-            while due != _ZERO:
-                i = w * 8 + (ctz(due) >> 3)
-                due &= due - _ONE
-                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
-                                 masks, obs, np.bool_(False))
+        _reset_due(s, p, was_u64, lo, hi, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks)
     # RESETS AFTER STEP END
     if mode == SAME_STEP:
         for i in range(lo, hi):
             done = needs_reset[i]
             has_final[i] = done
             if done:
-                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
                 _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
                                  has_final, obs, masks, final_obs, np.bool_(True))
-# ENV SHARE FUNCTION END
 
-
-# Functions called from a prange body get the env index as np.uint64(i): Numba types the loop
-# index as int64 when it types the kernel and as uint64 when it compiles the parallel loop,
-# so a plain ``i`` compiles each callee twice, and the serial kernel's int64 once more.
-# uint64 rather than int64: indexing with it needs no check for negative indices and the
-# parallel loop keeps the type it had, so the step loop still vectorises (see
-# docs/numba-workarounds.md).
 
 # KERNELS BEGIN
 
@@ -374,8 +331,7 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     Python than an array). ``given_actions`` is typed with any layout (``Engine`` calls the compiled function
     directly, after checking only its type, dtype and ``ndim``): its row count and its
     C-contiguity and alignment are checked here, and the rest of the kernel reads a C view.
-    The steps themselves are ``_step_env_share``'s (a game stepped one env a call) or the run
-    function's (a game stepped in runs).
+    The steps and resets are ``_step_share``'s.
     """
     # step_table = TABLE step_table AT step_table_at
     # PLAIN VIEWS OF step_table: obs, rewards, term, trunc, needs_pad, has_final, final_obs, elapsed, rng, P, events, masks, was_done, acts32, done_words, obs_stale, STATE_ARGS, TELEMETRY_VIEWS
@@ -395,72 +351,13 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
                                            CHECK_STATE_ARGS)
     if status != OK:
         return step_status(status, index)
-    was_u64 = was_done.view(np.uint64)
-    # RESETS BEFORE STEP BEGIN (kept for games stepped in runs whose step draws, unless the kernel resets in its runs)
-    if mode == NEXT_STEP and nfinished > 0:
-        # An env due for reset must not be stepped first: the step's draws would shift its
-        # stream. Reset those envs before the step pass, which then skips them.
-        for w in prange(was_u64.shape[0]):
-            due = was_u64[w]  # 8 flags, one a byte: the few set ones without a branch per env
-            while due != _ZERO:
-                i = w * 8 + (ctz(due) >> 3)
-                due &= due - _ONE
-                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
-                                 masks, obs, np.bool_(False))
-    # RESETS BEFORE STEP END
-    # ENV SHARES BEGIN (kept for games with KernelHints.envs_per_call = 1: _step_env_share, compiled once for both kernels)
+    # One call of _step_share for every env (serial), or for each thread's share (parallel).
     share = RUN_SHARE_MODE
-    for c in prange((n + share - 1) // share):
-        _step_env_share(mode, max_steps, actions, step_table_at, nfinished, c * share, min(n, (c + 1) * share))
-    # ENV SHARES END
-    # STEP RUNS BEGIN (kept for games with KernelHints.envs_per_call > 1: the same steps, one call a run)
-    # The serial kernel steps every env in one call; the parallel one each thread's share of the
-    # envs in one call (_thread_share), its due and SAME_STEP resets in the same parallel region.
-    run_length = RUN_SHARE_MODE
     whole_obs = obs_stale[0] != 0
-    for c in prange((n + run_length - 1) // run_length):
-        lo = c * run_length
-        # STEP SHARE BEGIN (kept for a parallel kernel that resets in its runs: a call a thread's share)
-        _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, lo, min(n, lo + run_length))
-        # STEP SHARE END
-        # STEP RUN INLINE BEGIN (the other kernels stepped in runs: one call of the run function, every State array passed)
-        s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-        _step_run(s, p, lo, min(n, lo + run_length), mode == NEXT_STEP and STEP_USES_RNG, max_steps, STEP_ACTIONS,
-                  events, rng, obs, whole_obs, masks, elapsed, rewards, term, trunc, needs_reset, was_done, TELEMETRY_RING)
-        # STEP RUN INLINE END
-    # STEP RUNS END
+    for c in prange((n + share - 1) // share):
+        _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, c * share, min(n, (c + 1) * share))
     if obs_stale[0] == 1:  # every env's observation was written (a step or a reset): obs is current
         obs_stale[0] = 0
-    # RESETS AFTER STEP BEGIN (kept for games stepped in runs whose step draws nothing)
-    if mode == NEXT_STEP:
-        # Envs that were due for reset were stepped from their final state above (a step
-        # that draws nothing and touches only its own env); resetting them now leaves
-        # exactly what resetting instead of stepping would have. No such env (the check pass
-        # counted them): no parallel launch, which in games of long episodes (Pendulum,
-        # MountainCar, Acrobot) is nearly every step. (The serial kernel keeps its plain
-        # loop: this early return makes LLVM lay out a serial kernel worse.)
-        if PARALLEL_MODE and nfinished == 0:
-            return OK
-        for w in prange(was_u64.shape[0]):
-            due = was_u64[w]  # as in the pre-step reset pass above
-            while due != _ZERO:
-                i = w * 8 + (ctz(due) >> 3)
-                due &= due - _ONE
-                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-                _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
-                                 masks, obs, np.bool_(False))
-    # RESETS AFTER STEP END
-    # SAME STEP RESETS BEGIN (kept for games stepped in runs, unless the kernel resets in its runs)
-    if mode == SAME_STEP:
-        for i in prange(n):
-            done = needs_reset[i]
-            has_final[i] = done
-            if done:
-                s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-                _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
-                                 has_final, obs, masks, final_obs, np.bool_(True))
-    # SAME STEP RESETS END
     if mode == NO_RESET:
         # Pack the flags 8 at a time: ``needs_u64`` views ``needs_reset`` (zero-padded to whole
         # words) as uint64, 8 bool bytes each; a multiply gathers their low bits into a byte.
