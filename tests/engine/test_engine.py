@@ -191,13 +191,20 @@ def test_table_views_rebuild_arrays_of_every_layout_and_rank():
     # Arrays that share memory get plain views, which LLVM must assume may overlap; so does
     # every array of a PLAIN VIEWS line (the parallel kernels', whose prange bodies Numba marks).
     pad = np.zeros(16, dtype=np.bool_)
-    shared = render_table_views("    # VIEWS OF t: a, b\n", {"t": table_specs([pad[:3], pad.view(np.uint64)])})
+    shared = render_table_views("    # VIEWS OF t: a, b\n    return a, b\n",
+                                {"t": table_specs([pad[:3], pad.view(np.uint64)])})
     assert "distinct" not in shared and shared.count("c_array_at(") == 2
-    plain = render_table_views("    # PLAIN VIEWS OF t: a, b, c, d\n    # hit = FIRST VIEW OF t OVERLAPPING x\n",
-                               {"t": table_specs(arrays)})
+    plain = render_table_views("    # PLAIN VIEWS OF t: a, b, c, d\n    # hit = FIRST VIEW OF t OVERLAPPING x\n"
+                               "    return a, b, c, d\n", {"t": table_specs(arrays)})
     assert "distinct_array_at" not in plain and "c_array_at(" in plain
     # Still checked: Numba marks a prange body's arrays noalias without seeing into the views.
-    assert "if overlaps(x, a):" in plain
+    assert "if overlaps_span(x, t[0, 0], t[0, 1] * 4):" in plain
+    # A view the function never reads is not rendered (it would cost compile time), up to the
+    # function's end; the overlap check reads the table's rows, not views.
+    two = render_table_views("def f(t, x):\n    # VIEWS OF t: a, b, c, d\n    # hit = FIRST VIEW OF t OVERLAPPING x\n"
+                             "    return hit, b\n\n\ndef g(a):\n    return a\n", {"t": table_specs(arrays)})
+    assert "b = f_distinct_array_at(" in two and " a = " not in two and " c = " not in two
+    assert two.count("if overlaps_span(x, t[") == 4
     with pytest.raises(ValueError, match="table 't' has \\['a', 'b'\\] \\(2 arrays\\) but specs for 4"):
         render_table_views("    # VIEWS OF t: a, b\n", {"t": table_specs(arrays)})
 
@@ -212,7 +219,7 @@ def test_overlap_checks_find_the_first_distinct_view_sharing_memory_with_an_argu
         "def first(t, arg):\n    # VIEWS OF t: a, b, c, d\n    # hit = FIRST VIEW OF t OVERLAPPING arg\n"
         "    return hit\n", {"t": table_specs(arrays)})
     scope = {"np": np, **{name: getattr(vecsim.engine.views, name) for name in (
-        "c_array_at", "f_array_at", "c_distinct_array_at", "f_distinct_array_at", "overlaps")}}
+        "c_array_at", "f_array_at", "c_distinct_array_at", "f_distinct_array_at", "overlaps_span")}}
     exec(source, scope)
     first = njit(_nrt=False)(scope["first"])
     table = address_table(arrays)
@@ -277,7 +284,7 @@ def test_only_step_loops_that_vectorise_get_distinct_views():
         for kind in ("serial", "parallel"):
             for kernel in ("step", "reset"):
                 src = inspect.getsource(getattr(module, f"{kernel}_{kind}"))
-                assert "distinct_array_at(" not in src and "array_at(" in src, (eng.game.name, kernel, kind)
+                assert "distinct_array_at(" not in src, (eng.game.name, kernel, kind)
 
 
 def test_engine_kernels_release_the_gil():

@@ -425,6 +425,8 @@ def table_specs(arrays, others=()) -> tuple:
 _TABLE_VIEWS = re.compile(r"^( *)# (PLAIN )?VIEWS OF (\w+): (.*)$", re.M)
 _TABLE_OVERLAPS = re.compile(r"^( *)# (\w+) = FIRST VIEW OF (\w+) OVERLAPPING (\w+)$", re.M)
 _TABLE_AT = re.compile(r"^( *)# (\w+) = TABLE (\w+) AT (\w+)$", re.M)
+#: Where the function of a ``# VIEWS OF`` line ends: the next top-level line, or the text's end.
+_FUNCTION_END = re.compile(r"^(?=\S)|\Z", re.M)
 
 
 def _specs_of(table: str, names: list, tables: dict) -> list:
@@ -455,8 +457,13 @@ def render_table_views(text: str, tables: dict) -> str:
         names = [n.strip() for n in match.group(4).split(",")]
         specs = _specs_of(table, names, tables)
         names_of[table] = names
+        # Only the views the function reads: an unused view still costs its typing and lowering.
+        rest = match.string[match.end():]
+        used = set(re.findall(r"\w+", rest[:_FUNCTION_END.search(rest).start()]))
         lines = []
         for k, (name, (dtype, ndim, layout, apart)) in enumerate(zip(names, specs)):
+            if name not in used:
+                continue
             shape = ", ".join(f"{table}[{k}, {d + 1}]" for d in range(ndim)) + ("," if ndim == 1 else "")
             kind = "distinct_array_at" if apart and not plain else "array_at"
             lines.append(f"{indent}{name} = {layout.lower()}_{kind}({table}[{k}, 0], ({shape}), np.{dtype})")
@@ -469,9 +476,11 @@ def render_table_views(text: str, tables: dict) -> str:
         lines = [f"{indent}{var} = -1"]
         # Plain views too: the parallel kernels pass them into prange bodies, which Numba marks
         # noalias, having seen no overlap between an argument and a view made by an intrinsic.
-        for k, (name, spec) in reversed(list(enumerate(zip(names_of[table], tables[table])))):
-            if spec[3]:
-                lines.append(f"{indent}if overlaps({arg}, {name}):")
+        # From the table's rows, not the views: the check needs no view the function does not read.
+        for k, (dtype, ndim, _, apart) in reversed(list(enumerate(tables[table][:len(names_of[table])]))):
+            if apart:
+                nbytes = " * ".join([f"{table}[{k}, {d + 1}]" for d in range(ndim)] + [str(np.dtype(dtype).itemsize)])
+                lines.append(f"{indent}if overlaps_span({arg}, {table}[{k}, 0], {nbytes}):")
                 lines.append(f"{indent}    {var} = {k}")
         return "\n".join(lines)
 

@@ -108,7 +108,7 @@ f_distinct_array_at = _array_at("F", True)
 
 @intrinsic
 def address_of(typingctx, array):
-    """The address of ``array``'s data as an int64 (compare ``overlaps``)."""
+    """The address of ``array``'s data as an int64 (compare ``overlaps_span``)."""
     if not isinstance(array, types.Array):
         return None
 
@@ -119,29 +119,12 @@ def address_of(typingctx, array):
     return types.int64(array), codegen
 
 
-@intrinsic
-def overlaps(typingctx, a, b):
-    """Whether the data of the contiguous arrays ``a`` and ``b`` share a byte. An intrinsic,
-    not a jitted function: a kernel checks one argument against every row of its table, each
-    row an array type of its own, and a jitted function would compile once per pair of types."""
-    if not (isinstance(a, types.Array) and isinstance(b, types.Array)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        int64 = context.get_value_type(types.int64)
-        zero = int64(0)
-
-        def span(aryty, value):
-            ary = context.make_array(aryty)(context, builder, value)
-            return builder.ptrtoint(ary.data, int64), builder.mul(ary.nitems, ary.itemsize)
-
-        (lo_a, size_a), (lo_b, size_b) = span(a, args[0]), span(b, args[1])
-        both = builder.and_(builder.icmp_signed(">", size_a, zero), builder.icmp_signed(">", size_b, zero))
-        a_before_b_ends = builder.icmp_signed("<", lo_a, builder.add(lo_b, size_b))
-        b_before_a_ends = builder.icmp_signed("<", lo_b, builder.add(lo_a, size_a))
-        return builder.and_(both, builder.and_(a_before_b_ends, b_before_a_ends))
-
-    return types.boolean(a, b), codegen
+@njit(**EXACT_OPTIONS)
+def overlaps_span(array, start, nbytes) -> bool:
+    """Whether the data of the contiguous ``array`` shares a byte with the ``nbytes`` bytes from
+    address ``start`` (a row of an address table: the check needs no view of it)."""
+    lo, size = address_of(array), array.size * array.itemsize
+    return size > 0 and nbytes > 0 and lo < start + nbytes and start < lo + size
 
 
 @njit(**EXACT_OPTIONS)

@@ -65,7 +65,7 @@ from vecsim.engine.threads import parallel_threads
 from vecsim.engine.step_status import (ALIASED_ARRAY, BAD_ACTION, BAD_SHAPE, FINISHED_ENV, ILLEGAL_ACTION,
                                        NOT_CARRAY, OK, step_status)
 from vecsim.engine.views import (address_of, as_c_layout, c_array_at, c_distinct_array_at, f_array_at,
-                                 f_distinct_array_at, is_c_contiguous, overlaps)
+                                 f_distinct_array_at, is_c_contiguous, overlaps_span)
 from vecsim.core.rng import seed_env
 from vecsim.core.bits import ctz
 from vecsim.core.symbol_call import by_symbol
