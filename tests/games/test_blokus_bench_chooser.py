@@ -48,3 +48,15 @@ def test_choose_legal_is_uniform_over_the_legal_actions():
         counts[int(choose_legal(mask, rng, actions)[0])] += 1
     assert sum(counts.values()) == 5000
     assert all(abs(c - 1000) < 150 for c in counts.values()), counts  # each 1000 +- 4.3 sigma
+
+
+def test_counting_by_added_words_finds_every_true_of_dense_and_sparse_rows():
+    from vecsim.bench.blokus import _count_true, _nth_true
+
+    for density in (0.0, 0.003, 0.5, 1.0):  # all True: every byte lane of a block's sum at its most
+        row = _masks(1, 36403, density, seed=3)[0]
+        legal = np.flatnonzero(row)
+        assert _count_true(row) == len(legal)
+        for k in (0, len(legal) // 3, len(legal) - 1) if len(legal) else ():
+            assert _nth_true(row, k) == legal[k]
+        assert _nth_true(row, len(legal)) == -1

@@ -50,8 +50,7 @@ from vecsim.games.blokus import board, rules
 
 @exact(inline="always")
 def _word_popcounts(row):
-    """Set bits of a row's whole 8-byte words (a bool row: its True count; the tail is the
-    caller's)."""
+    """Set bits of a packed row's whole 8-byte words (the tail is the caller's)."""
     nw = row.shape[0] // 8
     words = row[:nw * 8].view(np.uint64)
     n = 0
@@ -74,19 +73,55 @@ def _skip_words(row, k):
     return nw * 8, k
 
 
+#: Words of a bool row added at once (fewer than 256, so no byte lane of the sum carries).
+_LANE_WORDS = 64
+_BYTE_LANES = np.uint64(0x00FF00FF00FF00FF)
+_SHORT_ONES = np.uint64(0x0001000100010001)
+
+
+@exact(inline="always")
+def _true_bytes(words, lo, hi):
+    """Number of True in the 0/1 bytes of ``words[lo:hi]`` (``hi - lo < 256``): the words added
+    as integers (each byte lane counts its Trues; the loop vectorises, unlike a popcount per
+    word), then the eight lanes added."""
+    acc = np.uint64(0)
+    for w in range(lo, hi):
+        acc += words[w]
+    acc = (acc & _BYTE_LANES) + ((acc >> np.uint64(8)) & _BYTE_LANES)
+    return np.int64((acc * _SHORT_ONES) >> np.uint64(48))
+
+
 @exact
 def _count_true(mask):
-    """Number of True in a bool row, read 8 bytes at a time (a bool is one 0/1 byte)."""
-    n = _word_popcounts(mask)
-    for a in range(mask.shape[0] // 8 * 8, mask.shape[0]):
+    """Number of True in a bool row (a bool is one 0/1 byte), ``_LANE_WORDS`` words at a time."""
+    nw = mask.shape[0] // 8
+    words = mask[:nw * 8].view(np.uint64)
+    n = 0
+    for lo in range(0, nw, _LANE_WORDS):
+        n += _true_bytes(words, lo, min(nw, lo + _LANE_WORDS))
+    for a in range(nw * 8, mask.shape[0]):
         n += mask[a]
     return n
 
 
 @exact
 def _nth_true(mask, k):
-    """Index of the ``k``-th True (from 0) of a bool row, skipping 8 bytes at a time."""
-    start, k = _skip_words(mask, k)
+    """Index of the ``k``-th True (from 0) of a bool row: whole blocks of ``_LANE_WORDS`` words
+    skipped by their counts, then words by their popcount, then bytes."""
+    nw = mask.shape[0] // 8
+    words = mask[:nw * 8].view(np.uint64)
+    start = nw * 8
+    for lo in range(0, nw, _LANE_WORDS):
+        c = _true_bytes(words, lo, min(nw, lo + _LANE_WORDS))
+        if k < c:
+            for w in range(lo, nw):
+                c = popcount(np.int64(words[w]))
+                if k < c:
+                    start = 8 * w
+                    break
+                k -= c
+            break
+        k -= c
     for a in range(start, mask.shape[0]):
         if mask[a]:
             if k == 0:
@@ -124,8 +159,8 @@ def _nth_set_bit(packed, k):
 def choose_legal(masks, rng, actions):
     """A uniform legal action for each row of ``masks`` (``(N, A)`` bool, C-contiguous), drawn
     from env ``i``'s stream of ``rng`` (``(N, 2)`` uint64) into ``actions`` (``(N,)`` int64):
-    the row's legal actions counted a word at a time, then the drawn one found by reading
-    the row again up to it. An all-False row gets action 0."""
+    the row's legal actions counted (its bytes added as words, ``_true_bytes``), then the drawn
+    one found by adding the row again up to it. An all-False row gets action 0."""
     for i in range(masks.shape[0]):
         n = _count_true(masks[i])
         actions[i] = _nth_true(masks[i], randint(rng, i, n)) if n > 0 else 0
