@@ -599,11 +599,25 @@ def search_with_links(rows, t: int, gravity: int, kicks: int, half: int = 0):
             raise TypeError(f"{name} must be an int, but got {name}={value!r}")
         if not lo <= value <= hi:
             raise ValueError(f"{name} must be in [{lo}, {hi}], but got {name}={value}")
-    a = 2 * N_POSES
-    links = (np.zeros((1, a), np.int16), np.zeros((1, a), np.int8), np.zeros((1, a), np.int16), np.zeros((1, a), np.int8))
-    plan(np.ascontiguousarray(board, np.uint16).reshape(1, H), 0, t, gravity, kicks, half * N_POSES, half,
-         np.full((1, a), -1, np.int16), np.zeros((1, SCRATCH), np.int16), np.zeros((1, 2), np.int64), *links)
-    return links
+    links = np.zeros((4, 1, 2 * N_POSES), np.int16)
+    _plan_first_half(np.ascontiguousarray(board, np.uint16).reshape(1, H), int(t), int(gravity), int(kicks),
+                     np.full((1, 2 * N_POSES), -1, np.int16), np.zeros((1, SCRATCH), np.int16), np.zeros((1, 2), np.int64),
+                     links)
+    if half:  # the hold half: the same poses and links (path_to puts the hold input first)
+        links[:, :, N_POSES:] = links[:, :, :N_POSES]
+        links[:, :, :N_POSES] = 0
+    return links[0], links[1].astype(np.int8), links[2], links[3].astype(np.int8)
+
+
+@exact
+def _plan_first_half(rows, t, gravity, kicks, cost, bits, ymin_ymax, links):
+    """``plan`` of piece ``t`` on board 0 into the first reach half, with its parent links
+    (``links``: (4, 1, 2 * N_POSES) int16: live_parent, live_input, lock_parent, lock_input):
+    with the argument types ``plan_decision`` passes (base and extra the constant 0, the links
+    int16 slices as its empty ones), so that ``path`` uses the search reach mode compiled."""
+    a = cost.shape[1]
+    plan(rows, np.int64(0), t, gravity, kicks, 0, 0, cost, bits, ymin_ymax, links[0][:, :a], links[1][:, :a],
+         links[2][:, :a], links[3][:, :a])
 
 
 def path_to(live_parent, live_input, lock_parent, lock_input, i: int, action: int) -> list[int]:

@@ -62,30 +62,29 @@ def _search_all(rows, gravity, kicks, simple, links):
     li = np.zeros((n * 7 if links else 1, N_POSES), np.int8)
     kp = np.zeros((n * 7 if links else 1, N_POSES), np.int16)
     ki = np.zeros((n * 7 if links else 1, N_POSES), np.int8)
-    one_lp, one_li = np.zeros((1, N_POSES), np.int16), np.zeros((1, N_POSES), np.int8)
-    one_kp, one_ki = np.zeros((1, N_POSES), np.int16), np.zeros((1, N_POSES), np.int8)
+    one = np.zeros((4, 1, N_POSES), np.int16)  # live_parent, live_input, lock_parent, lock_input
     dist = np.zeros((1, N_POSES), np.int16)
     queue = np.zeros((1, N_POSES), np.int16)
     bits = np.zeros((1, SCRATCH), np.int16)
     ymm = np.zeros((1, 2), np.int64)
-    one = np.zeros((1, H), np.uint16)
+    board = np.zeros((1, H), np.uint16)
     no_links = cost[:, :0]
     for k in range(n):
-        one[0, :] = rows[k]
+        board[0, :] = rows[k]
         for t in range(7):
             j = k * 7 + t
             if simple:
-                plan_simple(one, 0, t, gravity, kicks, 0, 0, cost, dist, queue, lp[:1], li[:1], kp[:1], ki[:1])
+                plan_simple(board, 0, t, gravity, kicks, 0, 0, cost, dist, queue, lp[:1], li[:1], kp[:1], ki[:1])
             elif links:
-                one_lp[:], one_li[:], one_kp[:], one_ki[:] = 0, 0, 0, 0  # as the fresh rows of lp, li, kp, ki
-                plan(one, np.int64(0), t, gravity, kicks, np.int64(0), np.int64(0), cost, bits, ymm, one_lp, one_li,
-                     one_kp, one_ki)
-                lp[j] = one_lp[0]
-                li[j] = one_li[0]
-                kp[j] = one_kp[0]
-                ki[j] = one_ki[0]
+                one[:] = 0  # as the fresh rows of lp, li, kp, ki
+                plan(board, np.int64(0), t, gravity, kicks, 0, 0, cost, bits, ymm, one[0][:, :N_POSES],
+                     one[1][:, :N_POSES], one[2][:, :N_POSES], one[3][:, :N_POSES])
+                lp[j] = one[0, 0]
+                li[j] = one[1, 0]
+                kp[j] = one[2, 0]
+                ki[j] = one[3, 0]
             else:
-                plan(one, np.int64(0), t, gravity, kicks, 0, 0, cost, bits, ymm, no_links, no_links, no_links, no_links)
+                plan(board, np.int64(0), t, gravity, kicks, 0, 0, cost, bits, ymm, no_links, no_links, no_links, no_links)
             out[k, t] = cost[0]
     return out, lp, li, kp, ki
 

@@ -507,13 +507,15 @@ def test_bfs_model_agrees_with_spec_examples():
 
 def test_path_validates_its_arguments_and_replays():
     import vecsim
-    from vecsim.planners.tetris import HARD_DROP, path
+    from vecsim.planners.tetris import HARD_DROP, path, plan
 
     eng = vecsim.make("vecsim/Tetris-v0", 2, action_mode="reach")
     eng.reset(seed=4)
+    searches = len(plan.signatures)
     legal = int(np.flatnonzero(eng.masks[0])[0])
     inputs = path(eng, 0, legal)
     assert len(inputs) == eng.state.cost[0, legal] and inputs[-1] in range(8)
+    assert len(plan.signatures) == searches  # path searches with reach mode's compiled plan
     spawn_drop = path(eng, 0, int(np.argmin(np.where(eng.state.cost[0] >= 0, eng.state.cost[0], 99))))
     assert spawn_drop == [HARD_DROP]
     illegal = int(np.flatnonzero(~eng.masks[0])[0])
