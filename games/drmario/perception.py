@@ -278,11 +278,13 @@ class SimulatedLink:
             raise RuntimeError("SimulatedLink.start: the first start starts every game")
         level, speed = (np.broadcast_to(np.asarray(v), (n,))[rows] for v in (self.level, self.speed))
         fresh = ExternalGames.levels(np.asarray(seeds)[rows], level, speed)  # checks seeds, level and speed
-        if self.games is None:
+        first_start = self.games is None
+        if first_start:
             self.games = fresh
         for k, i in enumerate(rows):
-            for name in RULES_FIELDS:
-                getattr(self.games.state, name)[i] = getattr(fresh.state, name)[k]
+            if not first_start:  # the first start's games are the fresh ones already
+                for name in RULES_FIELDS:
+                    getattr(self.games.state, name)[i] = getattr(fresh.state, name)[k]
             self.games.cancel(i, self.games.frame + 1)
             self.first[i] = self.games.frame
         period = (1.0 / NTSC_FRAME_RATE) * (1.0 + self.perception.drift_ppm * 1e-6)

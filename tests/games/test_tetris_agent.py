@@ -11,7 +11,7 @@ import pytest
 
 import vecsim
 from vecsim.collect import tetris as agent_batch
-from vecsim.games.tetris.pieces import CELLS, DROP_Y, H, HEIGHT, MIN_COL, W, WIDTH
+from vecsim.games.tetris.pieces import CELLS, DROP_Y, H, HEIGHT, MIN_COL, W
 from vecsim.games.tetris.rules import F_HOLES
 from vecsim.games.tetris.tools import set_board
 

@@ -113,19 +113,19 @@ def main(argv=None) -> None:
                          "time, steady on a loaded machine; the threaded ones stay wall-clock (the planner's "
                          "figure is always CPU time)")
     args = ap.parse_args(argv)
-    if args.num_envs < 1 or args.seconds <= 0 or not 0 <= args.level <= 24:
-        raise ValueError(f"need --num-envs >= 1, --seconds > 0, --level in [0, 24], got {vars(args)}")
-    if args.planner_decisions < 1 or args.rounds < 1:
-        raise ValueError(f"need --planner-decisions >= 1 and --rounds >= 1, got {vars(args)}")
-    if args.profile_calls < 1:
-        raise ValueError(f"need --profile-calls >= 1, got {args.profile_calls}")
+    needs = (("num-envs", args.num_envs, args.num_envs >= 1, ">= 1"), ("seconds", args.seconds, args.seconds > 0, "> 0"),
+             ("level", args.level, 0 <= args.level <= 24, "in [0, 24]"),
+             ("planner-decisions", args.planner_decisions, args.planner_decisions >= 1, ">= 1"),
+             ("rounds", args.rounds, args.rounds >= 1, ">= 1"),
+             ("profile-calls", args.profile_calls, args.profile_calls >= 1, ">= 1"),
+             ("decision-envs", args.decision_envs, args.decision_envs >= 1, ">= 1"),
+             ("samples", args.samples, args.samples >= 0, ">= 0"))
+    broken = [f"--{name} {rule}, got {value}" for name, value, ok, rule in needs if not ok]
+    if broken:
+        raise ValueError("need " + "; ".join(broken))
     if args.planner_profile:
         _planner_profile(args)
         return
-    if args.decision_envs < 1:
-        raise ValueError(f"need --decision-envs >= 1, got {args.decision_envs}")
-    if args.samples < 0:
-        raise ValueError(f"need --samples >= 0, got {args.samples}")
     if args.decision_only:
         _decision_figures(args)
         return

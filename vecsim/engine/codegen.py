@@ -179,8 +179,9 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
         part = re.sub(r"_MODE\b", f"_{mode}", part)
         if mode == "serial":
             # A serial kernel's plain views promise LLVM nothing, so its argument needs no
-            # overlap check (a parallel kernel's do: Numba marks its prange bodies noalias),
-            # unless it passes the argument on to a _step_share whose views are distinct.
+            # overlap check (a parallel kernel's does: Numba marks the arrays its prange body
+            # takes noalias), unless it passes the argument on to a _step_share whose views are
+            # distinct.
             for table in re.findall(r"# PLAIN VIEWS OF (\w+)", part):
                 if not (per_env and table == "step_table"):
                     part = re.sub(rf"# (\w+) = FIRST VIEW OF {table} OVERLAPPING \w+", r"\1 = -1", part)
@@ -474,8 +475,8 @@ def render_table_views(text: str, tables: dict) -> str:
         if table not in names_of:
             raise ValueError(f"an overlap check of {arg!r} comes before the views of table {table!r}")
         lines = [f"{indent}{var} = -1"]
-        # Plain views too: the parallel kernels pass them into prange bodies, which Numba marks
-        # noalias, having seen no overlap between an argument and a view made by an intrinsic.
+        # Plain views too: a parallel kernel passes the argument into its prange body, which
+        # Numba marks noalias, while the share it calls reads the table's arrays by address.
         # From the table's rows, not the views: the check needs no view the function does not read.
         for k, (dtype, ndim, _, apart) in reversed(list(enumerate(tables[table][:len(names_of[table])]))):
             if apart:
