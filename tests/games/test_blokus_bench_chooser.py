@@ -1,9 +1,12 @@
-"""The Blokus bench's choosers: a uniform legal action per mask row, from the bool or the
-packed mask alike."""
+"""The Blokus bench's choosers (a uniform legal action per mask row, from the bool or the
+packed mask alike) and its paired windows against a peer."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
+import pytest
 
 from vecsim.core.rng import seed_env
 from vecsim.engine.packed_masks import pack_mask_rows, packed_width
@@ -60,3 +63,23 @@ def test_counting_by_added_words_finds_every_true_of_dense_and_sparse_rows():
         for k in (0, len(legal) // 3, len(legal) - 1) if len(legal) else ():
             assert _nth_true(row, k) == legal[k]
         assert _nth_true(row, len(legal)) == -1
+
+
+def _window_side(scale):
+    """A side of the window protocol that answers its k-th window (from 1) with ``scale * k``."""
+    return [sys.executable, "-c", f"import sys\nfor k, line in enumerate(sys.stdin, 1): print({scale} * k, flush=True)"]
+
+
+def test_paired_windows_pair_each_window_with_the_peers_window_of_the_same_turn():
+    from vecsim.bench.blokus import paired_windows
+
+    got = paired_windows(_window_side(3), _window_side(1), pairs=6, seconds=0.01)
+    assert got["ratio"] == 3.0 and got["quartiles"] == (3.0, 3.0)  # the warm-up window on both sides
+    assert got["ours"] == 3 * 4.5 and got["theirs"] == 4.5  # windows 2..7, medians of the timed ones
+
+
+def test_paired_windows_name_a_side_that_stops_answering():
+    from vecsim.bench.blokus import paired_windows
+
+    with pytest.raises(RuntimeError, match="exited before it answered"):
+        paired_windows(_window_side(2), [sys.executable, "-c", "pass"], pairs=2, seconds=0.01)

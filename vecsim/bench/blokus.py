@@ -2,6 +2,7 @@
 
     python -m vecsim.bench.blokus [--variant classic] [--num-envs 256] [--seconds 3]
                                         [--blokus-rl /path/to/python] [--env-level] [--sb3]
+    python -m vecsim.bench.blokus --blokus-rl /path/to/python --paired 20 --seconds 1
 
 Every move writes the acting seat's whole ``(91 * S * S,)`` bool mask (env ``i``'s row of an
 ``(N, A)`` batch), draws a uniform legal action from the env's own random stream, finds it by
@@ -31,11 +32,17 @@ whole mask every move too, as a competent user would: the 0/1 bytes viewed as ``
 
 ``--sb3`` times ``SB3VecEnv.step`` against the VectorEnv's at 64 selfplay envs, with and
 without the masks fetched as MaskablePPO fetches them.
+
+``--paired PAIRS`` (with ``--blokus-rl``) times only the default VectorEnv (``--num-envs``, one
+thread, the loop above) against blokus-rl's loop, each in its own process waiting for its turn,
+in alternating windows (``paired_windows``): on a machine whose speed drifts from minute to
+minute (shared caches), the ratio of windows a second apart holds where separate runs do not.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import subprocess
 import sys
 import time
@@ -270,26 +277,6 @@ def _timed(fn, *args, seconds):
     return units / (time.perf_counter() - t0)
 
 
-_BLOKUS_RL = r"""
-import sys, time
-import numpy as np
-from blokus_rl._blokus import PyBlokus
-rng, seconds = np.random.default_rng(0), float(sys.argv[1])
-env, moves, t0 = PyBlokus(), 0, time.perf_counter()
-while time.perf_counter() - t0 < seconds:
-    env.reset()
-    while not env.is_over:
-        seat = env.agent_selection
-        if env.terminations[seat]:
-            env.step(None)
-            continue
-        legal = np.flatnonzero(np.frombuffer(env.observe(seat).action_mask, dtype=bool))
-        env.step(int(legal[rng.integers(len(legal))]))
-        moves += 1
-print(moves / (time.perf_counter() - t0))
-"""
-
-
 _ENV_LEVEL = r"""
 import sys, time
 import gymnasium as gym
@@ -343,8 +330,93 @@ def env_level(seconds: float) -> dict:
 
 def blokus_rl(python: str, seconds: float) -> float:
     """blokus-rl's raw moves/s, timed by ``python`` (a Python that has it) in its own process."""
-    out = subprocess.run([python, "-c", _BLOKUS_RL, str(seconds)], capture_output=True, text=True, check=True)
+    out = subprocess.run([python, "-c", _BLOKUS_RL_WINDOWS], input=f"{seconds}\n", capture_output=True, text=True,
+                         check=True)
     return float(out.stdout.strip().splitlines()[-1])
+
+
+# The paired run's two sides (blokus-rl's also times its plain run, as one window): each waits
+# for a line (a window's seconds), plays for that long, and answers with its placements/s.
+_BLOKUS_RL_WINDOWS = r"""
+import sys, time
+import numpy as np
+from blokus_rl._blokus import PyBlokus
+rng, env = np.random.default_rng(0), PyBlokus()
+env.reset()
+for line in sys.stdin:
+    seconds, moves, t0 = float(line), 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        if env.is_over:
+            env.reset()
+        seat = env.agent_selection
+        if env.terminations[seat]:
+            env.step(None)
+            continue
+        legal = np.flatnonzero(np.frombuffer(env.observe(seat).action_mask, dtype=bool))
+        env.step(int(legal[rng.integers(len(legal))]))
+        moves += 1
+    print(moves / (time.perf_counter() - t0), flush=True)
+"""
+
+_ENV_WINDOWS = r"""
+import sys, time
+import gymnasium as gym
+import numpy as np
+import vecsim
+from vecsim.core.rng import seed_env
+from vecsim.bench.blokus import choose_legal
+n = int(sys.argv[1])
+env = gym.make_vec("vecsim/Blokus-v0", num_envs=n, vectorization_mode="vector_entry_point")
+obs, info = env.reset(seed=0)
+rng, actions = np.zeros((n, 2), np.uint64), np.zeros(n, np.int64)
+for i in range(n):
+    seed_env(rng, i, i)
+for line in sys.stdin:
+    seconds, steps, t0 = float(line), 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        choose_legal(info["action_mask"], rng, actions)
+        obs, r, term, trunc, info = env.step(actions)
+        steps += 1
+    print(steps * n / (time.perf_counter() - t0), flush=True)
+"""
+
+
+def paired_windows(ours: list, theirs: list, pairs: int, seconds: float, ours_env: dict | None = None) -> dict:
+    """Alternate ``pairs`` windows of ``seconds`` between two waiting processes (``ours`` and
+    ``theirs``: commands of the window protocol above), the order flipped every pair, after one
+    untimed window each; returns each side's median rate and the median and quartiles of the
+    pairs' ratios (ours / theirs). A machine whose speed drifts moves both sides of a pair.
+    ``ours_env``: the environment of ``ours`` (default: this one's)."""
+    procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+             for cmd, env in ((ours, ours_env), (theirs, None))]
+
+    def window(proc, length):
+        try:
+            proc.stdin.write(f"{length}\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            raise RuntimeError(f"{proc.args[0]} exited before it answered a window")
+        return float(line)
+
+    try:
+        for proc in procs:
+            window(proc, min(seconds, 1.0))  # compiled or loaded, and warm
+        rates = [], []
+        for k in range(pairs):
+            for side in ((0, 1) if k % 2 == 0 else (1, 0)):
+                rates[side].append(window(procs[side], seconds))
+    finally:
+        for proc in procs:
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.close()
+            proc.stdout.close()
+            proc.wait(30)
+    ratios = np.array(rates[0]) / np.array(rates[1])
+    return {"ours": float(np.median(rates[0])), "theirs": float(np.median(rates[1])),
+            "ratio": float(np.median(ratios)), "quartiles": tuple(float(q) for q in np.percentile(ratios, [25, 75]))}
 
 
 def _legal_keys(num_envs: int, n_actions: int):
@@ -406,7 +478,23 @@ def main(argv=None):
     ap.add_argument("--blokus-rl", metavar="PYTHON", help="a Python with blokus-rl installed")
     ap.add_argument("--env-level", action="store_true", help="also time the VectorEnv at 16/256 envs, 1/2 threads")
     ap.add_argument("--sb3", action="store_true", help="also time SB3VecEnv against the VectorEnv at 64 envs")
+    ap.add_argument("--paired", type=int, default=0, metavar="PAIRS",
+                    help="with --blokus-rl: the default VectorEnv (--num-envs, one thread) against blokus-rl in "
+                         "PAIRS alternating windows of --seconds, each side waiting in its own process")
     args = ap.parse_args(argv)
+    if args.paired < 0 or (args.paired and not args.blokus_rl):
+        raise ValueError(f"--paired needs --blokus-rl and PAIRS >= 0, but got --paired {args.paired}")
+    if args.paired:
+        import os
+
+        got = paired_windows([sys.executable, "-c", _ENV_WINDOWS, str(args.num_envs)],
+                             [args.blokus_rl, "-c", _BLOKUS_RL_WINDOWS], args.paired, args.seconds,
+                             ours_env=dict(os.environ, NUMBA_NUM_THREADS="1"))
+        print(f"vecsim/Blokus-v0 VectorEnv ({args.num_envs} envs, copy=True, bool mask, one thread) against "
+              f"blokus-rl, {args.paired} alternating pairs of {args.seconds:g} s windows:\n"
+              f"  vecsim {got['ours']:,.0f} placements/s, blokus-rl {got['theirs']:,.0f} moves/s (medians); "
+              f"ratio {got['ratio']:.2f}x (quartiles {got['quartiles'][0]:.2f}-{got['quartiles'][1]:.2f})")
+        return
 
     b = board.new_boards(args.num_envs, args.variant)
     rng = np.zeros((args.num_envs, 2), np.uint64)
