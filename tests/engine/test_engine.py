@@ -975,20 +975,27 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
 
     tetris, cartpole = load_game("vecsim.games.tetris"), load_game("vecsim.games.cartpole")
     k = tetris.hints.envs_per_call
-    # Both kernels call _step_share (compiled once, by symbol) in their one loop, the serial one
-    # for every env, the parallel one for a thread's share of whole runs and cache lines; the
-    # share holds the steps (one call of the run function, or a loop of one env a call) and the
-    # resets, before the step where it draws, after it where it draws nothing: no kernel holds
-    # a reset pass or a step of its own.
+    # Both kernels call _step_share (compiled once, by symbol), the serial one for every env, the
+    # parallel one through its one parallel region (_step_shares, the only code compiled with
+    # Numba's parallel passes) for a thread's share of whole runs and cache lines; the share holds
+    # the steps (one call of the run function, or a loop of one env a call) and the resets, before
+    # the step where it draws, after it where it draws nothing: no kernel holds a reset pass or a
+    # step of its own, nor a parallel loop.
     for game, precision, per_call in ((tetris, "float64", k), (cartpole, "float32", 1)):
         text = batched_step(render_source(game, precision, True))
-        share = text[text.index("def _step_share("):text.index("def step_serial(")]
+        share = text[text.index("def _step_share("):text.index("def _step_shares(")]
+        region = text[text.index("def _step_shares("):text.index("def _reset_shares(")]
         serial, parallel = text[text.index("def step_serial("):text.index("def reset_serial(")], \
             text[text.index("def step_parallel("):text.index("def reset_parallel(")]
         assert f"_SHARE_ALIGN = {math.lcm(per_call, 64)}\n" in text
-        for kernel, share_length in ((serial, "max(n, 1)"), (parallel, "_thread_share(n)")):
-            assert kernel.count("prange(") == 1 and f"share = {share_length}\n" in kernel
-            assert "_step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, c * share," in kernel
+        assert text.count("@njit(**OPTS_PARALLEL)") == 3  # the step's, the reset's and observe's regions
+        assert region.count("prange(") == 1
+        assert "_step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, c * share," in region
+        assert "_step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, 0, n)" in serial
+        assert "_step_shares(mode, max_steps, actions, step_table_at, nfinished, whole_obs, n, _thread_share(n))" \
+            in parallel
+        for kernel in (serial, parallel):
+            assert "prange(" not in kernel
             assert "_step_and_write(" not in kernel and "_reset_and_write(" not in kernel and "_step_run(" not in kernel
         assert ("_step_run(s, p, lo, hi," in share) == (per_call > 1)
         assert ("_step_and_write(s, p, np.uint64(i)," in share) == (per_call == 1)

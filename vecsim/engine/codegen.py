@@ -214,8 +214,6 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
     text = re.sub(r"^( *)# BOX WIDTH CHECK\n", width_check, text, flags=re.M)
     text = re.sub(r"\bSTEP_USES_RNG\b", repr(uses_rng), text)
     text = _keep_one(text, "STEP PER ENV", "STEP RUNS", per_call)
-    text = re.sub(r"\bRUN_SHARE_serial\b", "max(n, 1)", text)
-    text = re.sub(r"\bRUN_SHARE_parallel\b", "_thread_share(n)", text)
     text = re.sub(r"\bSHARE_ALIGN\b", str(share_align(per_call)), text)
     text = re.sub(r"\bSHARE_MIN_ALIGN\b", str(share_min_align(per_call)), text)
     if game.hints.call_by_symbol:

@@ -11,8 +11,11 @@ markers is instantiated twice, ``_serial`` and ``_parallel``: one body, two comp
 identical results. A parallel region that would pass every State array into Numba's parfor
 machinery calls serial code instead, compiled once and called by symbol with the address table
 and a thread's share (``_step_share``, ``_reset_words``, ``_observe_envs``): the region passes a
-few numbers, and its compile is a fraction of what a region over the arrays costs. The serial
-kernels call the same functions for every env, so the steps and resets compile once for both.
+few numbers, and its compile is a fraction of what a region over the arrays costs. The regions
+are functions of their own (``_step_shares``, ``_reset_shares``, ``_observe_shares``), the only
+code compiled with Numba's parallel passes: the kernels, their checks included, are serial code
+in both variants. The serial kernels call the shares' functions for every env, so the steps and
+resets compile once for both.
 
 The step and reset kernels take as arguments only what changes from call to call (mode,
 actions, the four step outputs; the reset mask's words and seed mode) and one int64 address
@@ -315,10 +318,33 @@ def _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, l
                                  has_final, obs, masks, final_obs, np.bool_(True))
 
 
+@njit(**OPTS_PARALLEL)
+def _step_shares(mode, max_steps, actions, step_table_at, nfinished, whole_obs, n, share):
+    """The parallel step kernel's one parallel region: ``_step_share`` once a thread's share of the
+    envs, alone in a function so that Numba's parallel passes compile this loop only."""
+    for c in prange((n + share - 1) // share):
+        _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, c * share, min(n, (c + 1) * share))
+
+
+@njit(**OPTS_PARALLEL)
+def _reset_shares(words, seed_mode, seed, reset_table, share):
+    """The parallel reset kernel's region: ``_reset_words`` once a thread's share of the words."""
+    n_words = words.shape[0]
+    for c in prange((n_words + share - 1) // share):
+        _reset_words(words, c * share, min(n_words, (c + 1) * share), seed_mode, seed, reset_table)
+
+
+@njit(**OPTS_PARALLEL)
+def _observe_shares(reset_table, n, share):
+    """The parallel observe kernel's region: ``_observe_envs`` once a thread's share of the envs."""
+    for c in prange((n + share - 1) // share):
+        _observe_envs(c * share, min(n, (c + 1) * share), reset_table)
+
+
 # KERNELS BEGIN
 
 
-@njit(**OPTS_MODE)
+@njit(**OPTS_SERIAL)
 def step_MODE(mode, max_steps, given_actions, step_table_at):
     """Step every env; returns one int64: with OK, 0, or in NO_RESET mode the number of envs
     that finished (their bits are in ``done_words``); otherwise ``-(8 * value + status)``
@@ -352,10 +378,11 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     if status != OK:
         return step_status(status, index)
     # One call of _step_share for every env (serial), or for each thread's share (parallel).
-    share = RUN_SHARE_MODE
     whole_obs = obs_stale[0] != 0
-    for c in prange((n + share - 1) // share):
-        _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, c * share, min(n, (c + 1) * share))
+    if PARALLEL_MODE:
+        _step_shares(mode, max_steps, actions, step_table_at, nfinished, whole_obs, n, _thread_share(n))
+    else:
+        _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, 0, n)
     if obs_stale[0] == 1:  # every env's observation was written (a step or a reset): obs is current
         obs_stale[0] = 0
     if mode == NO_RESET:
@@ -373,7 +400,7 @@ def step_MODE(mode, max_steps, given_actions, step_table_at):
     return OK
 
 
-@njit(**OPTS_MODE)
+@njit(**OPTS_SERIAL)
 def reset_MODE(words, seed_mode, seed, reset_table):
     """Reset the envs whose bit is set in ``words``; returns -1, or without resetting any env
     the row of the table whose array shares memory with ``words``. A parallel kernel gives each
@@ -387,26 +414,21 @@ def reset_MODE(words, seed_mode, seed, reset_table):
     # aliased = FIRST VIEW OF reset_table OVERLAPPING words
     if aliased >= 0:
         return aliased
-    n_words = words.shape[0]
     if PARALLEL_MODE:
-        share = _word_share(n_words)
-        for c in prange((n_words + share - 1) // share):
-            _reset_words(words, c * share, min(n_words, (c + 1) * share), seed_mode, seed, reset_table)
+        _reset_shares(words, seed_mode, seed, reset_table, _word_share(words.shape[0]))
     else:
-        _reset_words(words, 0, n_words, seed_mode, seed, reset_table)
+        _reset_words(words, 0, words.shape[0], seed_mode, seed, reset_table)
     return -1
 
 
-@njit(**OPTS_MODE)
+@njit(**OPTS_SERIAL)
 def observe_MODE(reset_table):
     """Rewrite every env's observation and mask from its state (after a state write): a
     parallel kernel gives each thread a share of the envs (``_observe_envs``, by symbol)."""
     # PLAIN VIEWS OF reset_table: seeds, obs, rewards, term, trunc, needs_reset, has_final, elapsed, rng, P, events, masks, STATE_ARGS
     n = obs.shape[0]
     if PARALLEL_MODE:
-        share = _thread_share(n)
-        for c in prange((n + share - 1) // share):
-            _observe_envs(c * share, min(n, (c + 1) * share), reset_table)
+        _observe_shares(reset_table, n, _thread_share(n))
     else:
         _observe_envs(0, n, reset_table)
 
