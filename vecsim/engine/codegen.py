@@ -175,8 +175,7 @@ def render_source(game: GameSpec, precision: str, discrete: bool, functions=None
         head = head.replace("# VIEWS OF step_table", "# PLAIN VIEWS OF step_table")
     variants = []
     for mode in ("serial", "parallel"):
-        part = re.sub(r"\bOPTS_MODE\b", f"OPTS_{mode.upper()}", body)
-        part = re.sub(r"_MODE\b", f"_{mode}", part)
+        part = re.sub(r"_MODE\b", f"_{mode}", body)
         if mode == "serial":
             # A serial kernel's plain views promise LLVM nothing, so its argument needs no
             # overlap check (a parallel kernel's does: Numba marks the arrays its prange body
