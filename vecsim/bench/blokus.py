@@ -482,8 +482,10 @@ def main(argv=None):
                     help="with --blokus-rl: the default VectorEnv (--num-envs, one thread) against blokus-rl in "
                          "PAIRS alternating windows of --seconds, each side waiting in its own process")
     args = ap.parse_args(argv)
-    if args.paired < 0 or (args.paired and not args.blokus_rl):
-        raise ValueError(f"--paired needs --blokus-rl and PAIRS >= 0, but got --paired {args.paired}")
+    if args.paired < 0:
+        raise ValueError(f"--paired needs PAIRS >= 0, but got --paired {args.paired}")
+    if args.paired and not args.blokus_rl:
+        raise ValueError("--paired times vecsim against blokus-rl: it needs --blokus-rl PYTHON")
     if args.paired:
         import os
 
