@@ -83,3 +83,6 @@ def test_paired_windows_name_a_side_that_stops_answering():
 
     with pytest.raises(RuntimeError, match="exited before it answered"):
         paired_windows(_window_side(2), [sys.executable, "-c", "pass"], pairs=2, seconds=0.01)
+    for pairs, seconds, bad in ((0, 1.0, "pairs=0"), (2.0, 1.0, "pairs=2.0"), (2, 0, "seconds=0")):
+        with pytest.raises(ValueError, match=bad):
+            paired_windows(_window_side(2), _window_side(1), pairs=pairs, seconds=seconds)

@@ -387,6 +387,10 @@ def paired_windows(ours: list, theirs: list, pairs: int, seconds: float, ours_en
     untimed window each; returns each side's median rate and the median and quartiles of the
     pairs' ratios (ours / theirs). A machine whose speed drifts moves both sides of a pair.
     ``ours_env``: the environment of ``ours`` (default: this one's)."""
+    if isinstance(pairs, bool) or not isinstance(pairs, (int, np.integer)) or pairs < 1:
+        raise ValueError(f"pairs must be an int >= 1, but got pairs={pairs!r}")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ValueError(f"seconds must be a number > 0, but got seconds={seconds!r}")
     procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
              for cmd, env in ((ours, ours_env), (theirs, None))]
 
@@ -486,6 +490,8 @@ def main(argv=None):
         raise ValueError(f"--paired needs PAIRS >= 0, but got --paired {args.paired}")
     if args.paired and not args.blokus_rl:
         raise ValueError("--paired times vecsim against blokus-rl: it needs --blokus-rl PYTHON")
+    if args.paired and args.variant != "classic":
+        raise ValueError(f"--paired times classic Blokus (blokus-rl has no other), but got --variant {args.variant}")
     if args.paired:
         import os
 
