@@ -1007,12 +1007,12 @@ def test_envs_per_call_picks_the_step_loop_and_is_checked(monkeypatch):
     acrobot, blokus = load_game("vecsim.games.acrobot"), load_game("vecsim.games.blokus.classic")
     assert acrobot.hints.envs_per_call == k and blokus.hints.envs_per_call == 1
     slot_runs = render_collect_step_source(acrobot, "float64", True)
-    assert f"prange((n_run + {k} - 1) // {k})" in slot_runs and "_step_and_write(s, p, w," not in slot_runs
+    assert f"prange((n_run + {k} - 1) // {k})" in slot_runs and "_step_and_write(s, p, np.uint64(w)," not in slot_runs
     fused_runs = render_collect_step_source(tetris, "float64", True)
     assert f"prange((n_slots + {k} - 1) // {k})" in fused_runs and "_fused_run(s, p, lo, hi," in fused_runs
     assert "_fused_one(" not in fused_runs.split("import", 3)[-1] and "prange((n_run +" not in fused_runs
     per_slot = render_collect_step_source(cartpole, "float64", True)
-    assert "_step_and_write(s, p, w," in per_slot and "prange((n_run +" not in per_slot
+    assert "_step_and_write(s, p, np.uint64(w)," in per_slot and "prange((n_run +" not in per_slot
     fused_per_slot = render_collect_step_source(blokus, "float64", True)
     assert "_fused_one(s, p, np.uint64(w)," in fused_per_slot and "_fused_run(s" not in fused_per_slot
     for bad in (0, -3, 2.0, True, "16"):

@@ -33,6 +33,11 @@ _RUN = textwrap.dedent("""
         def on_end(self, ev):
             pass
     event.register("numba:compile", Listener())
+    from vecsim.core.rng import uniform
+    from rng_walk_game import reset_env, step_env, write_obs
+    def index_types():  # the env index types the game's functions (and what they call) compiled for
+        of_game = [sig[2] for f in (reset_env, step_env, write_obs) for sig in f.signatures]  # (s, p, i, ...)
+        return sorted({str(t) for t in of_game + [sig[1] for sig in uniform.signatures]})  # (rng, i, ...)
     from vecsim.engine.engine import Engine
     from vecsim.engine.game import load_game
     if sys.argv[1] == "collector":
@@ -40,13 +45,17 @@ _RUN = textwrap.dedent("""
         from vecsim.collect.collector import EpisodeCollector
         with EpisodeCollector(vecsim.register("symbol_walk_game"), 8, 40, "random", seed=5, parallel=False) as c:
             batch = c.request_episodes(12)
-        print(json.dumps(dict(compiled=compiled, obs=batch.observations.tolist(), rewards=batch.rewards.tolist())))
+        print(json.dumps(dict(compiled=compiled, obs=batch.observations.tolist(), rewards=batch.rewards.tolist(),
+                              index_types=index_types())))
         sys.exit()
     eng = Engine(load_game("symbol_walk_game"), 64, parallel=sys.argv[1] == "parallel")
     eng.reset(seed=3)
     for k in range(30):
         eng.step(np.full(64, k % 2))
-    print(json.dumps(dict(compiled=compiled, obs=eng.obs.tolist(), source=eng.kernel_source())))
+    obs = eng.obs.tolist()
+    eng.reset_envs(np.arange(64) % 3 == 0, seed=4)
+    print(json.dumps(dict(compiled=compiled, obs=obs, source=eng.kernel_source(),
+                          index_types=index_types())))
 """)
 
 
@@ -81,6 +90,10 @@ def test_a_later_process_compiles_its_kernels_and_loads_the_games_step_from_the_
     assert {"step_and_write", "reset_and_write"} <= set(fused("serial"))
     assert "step_parallel" in runs["parallel"]["compiled"] and fused("parallel") == []
     assert "advance_serial" in runs["collector"]["compiled"] and fused("collector") == []
+    # Resets, steps and the collector's slots give the game's functions the env index as one
+    # type, so each compiles once (Blokus's rules compiled twice when resets passed int64).
+    assert runs["serial"]["index_types"] == runs["collector"]["index_types"] == ["uint64"]
+    assert set(runs["parallel"]["index_types"]) <= {"uint64"}
     linked = _walk("rng_walk_game", False)
     np.testing.assert_array_equal(runs["serial"]["obs"], linked)
     np.testing.assert_array_equal(runs["parallel"]["obs"], linked)

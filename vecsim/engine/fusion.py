@@ -122,7 +122,7 @@ def action_allowed_for(game_module):
     with _FUSED_LOCK:
         if key not in _FUSED:
             def allowed(s, p, i, masks, a):
-                return legal(s, p, i, a)
+                return legal(s, p, i, np.int64(a))  # int64 whether the caller holds int32 or int64 actions
 
             _FUSED[key] = njit(**dict(EXACT_OPTIONS, inline="always"))(_named_for(key)(allowed))
         return _FUSED[key]
@@ -312,7 +312,8 @@ def step_run_and_write(game_module, step_name: str, precision: str, mask_name: s
             @_named_for(key)
             def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, whole_obs, masks, elapsed, rewards,
                     term, trunc, needs_reset, was_done):
-                for i in range(lo, hi):
+                for e in range(lo, hi):
+                    i = np.uint64(e)  # the env index type of every other call of the game's functions
                     if skip_due and was_done[i]:
                         continue
                     if refused(s, p, i, actions, events, masks):
@@ -376,7 +377,8 @@ def _step_run_with_telemetry(game_module, step_name: str, precision: str, mask_n
             @_named_for(key)
             def run(s, p, lo, hi, skip_due, max_steps, actions, events, rng, obs, whole_obs, masks, elapsed, rewards,
                     term, trunc, needs_reset, was_done, ring):
-                for i in range(lo, hi):
+                for e in range(lo, hi):
+                    i = np.uint64(e)  # as in run above
                     if not (skip_due and was_done[i]):
                         reward, terminated = one(s, p, i, actions, events, rng, obs, whole_obs, masks, ring)
                         finish_step(i, reward, terminated, max_steps, elapsed, rewards, term, trunc, needs_reset)

@@ -156,12 +156,13 @@ def _check_step(mode, actions, acts32, needs_reset, needs_u64, was_done, masks, 
     nillegal = 0
     for i in range(n):
         s, p = CHECK_STATE, Params(PARAM_ROWS)
-        allowed = _action_allowed(s, p, i, masks, actions[i])
+        allowed = _action_allowed(s, p, np.uint64(i), masks, actions[i])
         nillegal += (not needs_reset[i]) and _game.enforce_mask(p, i) and not allowed
     if nillegal > 0 and not FLAG_INVALID:  # "flag": the step loop skips and flags those envs
         for i in range(n):
             s, p = CHECK_STATE, Params(PARAM_ROWS)
-            if (not needs_reset[i]) and _game.enforce_mask(p, i) and not _action_allowed(s, p, i, masks, actions[i]):
+            if (not needs_reset[i]) and _game.enforce_mask(p, i) and not _action_allowed(s, p, np.uint64(i), masks,
+                                                                                          actions[i]):
                 return ILLEGAL_ACTION, i, 0
     # MASK CHECK END
     return OK, -1, nfinished
@@ -218,8 +219,8 @@ def _reset_words(words, w_lo, w_hi, seed_mode, seed, reset_table):
                 seed_env(rng, i, seed + i)
             elif seed_mode == 2 and seeds[i] >= 0:
                 seed_env(rng, i, seeds[i])
-            _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs, masks,
-                             obs, np.bool_(False))
+            _reset_and_write(s, p, np.uint64(i), rng, events, rewards, elapsed, term, trunc, needs_reset, has_final,
+                             obs, masks, obs, np.bool_(False))
 
 
 @by_symbol
@@ -237,10 +238,11 @@ def _observe_envs(lo, hi, reset_table):
             MASK_FN(s, p, np.uint64(i), masks)
 
 
-# The games' functions get the env index as np.uint64(i), here as in the collectors' prange
-# bodies, where Numba types the loop index as int64 when it types the kernel and as uint64 when
-# it compiles the parallel loop: one signature of each callee, compiled once. uint64 rather than
-# int64: indexing with it needs no check for negative indices (see docs/numba-workarounds.md).
+# The games' functions get the env index as np.uint64(i) from every caller (steps, resets, checks,
+# runs and the collectors' slots; Numba types a prange index as int64 when it types the kernel and
+# as uint64 when it compiles the parallel loop): one signature of each callee, compiled once.
+# uint64 rather than int64: indexing with it needs no check for negative indices (see
+# docs/numba-workarounds.md).
 
 
 @njit(inline="always", **OPTS_SERIAL)  # typed into its caller: a function taking the State compiles for seconds
@@ -252,8 +254,8 @@ def _reset_due(s, p, was_u64, lo, hi, rng, events, rewards, elapsed, term, trunc
         while due != _ZERO:
             i = w * 8 + (ctz(due) >> 3)
             due &= due - _ONE
-            _reset_and_write(s, p, i, rng, events, rewards, elapsed, term, trunc, needs_reset, has_final, obs,
-                             masks, obs, np.bool_(False))
+            _reset_and_write(s, p, np.uint64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
+                             has_final, obs, masks, obs, np.bool_(False))
 
 
 @by_symbol
@@ -314,7 +316,7 @@ def _step_share(mode, max_steps, actions, step_table_at, nfinished, whole_obs, l
             done = needs_reset[i]
             has_final[i] = done
             if done:
-                _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
+                _reset_and_write(s, p, np.uint64(i), rng, events, rewards, elapsed, term, trunc, needs_reset,
                                  has_final, obs, masks, final_obs, np.bool_(True))
 
 
@@ -463,7 +465,8 @@ def step_envs(words, max_steps, actions, step_table):
             if needs_reset[i]:
                 return FINISHED_ENV, i
             # MASK CHECK BEGIN (kept only for games that declare enforce_mask)
-            if not FLAG_INVALID and _game.enforce_mask(p, i) and not _action_allowed(s, p, i, masks, actions[i]):
+            if not FLAG_INVALID and _game.enforce_mask(p, i) and not _action_allowed(s, p, np.uint64(i), masks,
+                                                                                     actions[i]):
                 return ILLEGAL_ACTION, i
             # MASK CHECK END
             acts32[i] = actions[i]  # NARROW ACTIONS (kept only for Discrete actions)
@@ -505,5 +508,5 @@ def reset_same_step(words, step_table):
             if i >= n:
                 break
             s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-            _reset_and_write(s, p, np.int64(i), rng, events, rewards, elapsed, term, trunc, needs_reset, has_final,
+            _reset_and_write(s, p, np.uint64(i), rng, events, rewards, elapsed, term, trunc, needs_reset, has_final,
                              obs, masks, final_obs, np.bool_(True))

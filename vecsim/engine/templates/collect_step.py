@@ -106,14 +106,14 @@ def _draw_discrete(actions, w, masks, n_actions, low, high, pol_rng):
     """A uniform legal action for slot ``w``; False when no action is legal."""
     n_mask = masks.shape[1]
     if n_mask == 0:
-        actions[w] = randint(pol_rng, w, n_actions)
+        actions[w] = randint(pol_rng, np.uint64(w), n_actions)
         return True
     count = 0
     for a in range(n_mask):
         count += np.int64(masks[w, a])
     if count == 0:
         return False
-    k = randint(pol_rng, w, count)
+    k = randint(pol_rng, np.uint64(w), count)
     for a in range(n_mask):
         if masks[w, a]:
             if k == 0:
@@ -127,7 +127,7 @@ def _draw_discrete(actions, w, masks, n_actions, low, high, pol_rng):
 def _draw_box(actions, w, masks, n_actions, low, high, pol_rng):
     """A uniform action in ``[low, high)`` for slot ``w``."""
     for k in range(actions.shape[1]):
-        actions[w, k] = uniform(pol_rng, w, low[k], high[k])
+        actions[w, k] = uniform(pol_rng, np.uint64(w), low[k], high[k])
     return True
 
 
@@ -162,9 +162,10 @@ def _start_job(w, j, seeds, pol_rng, obs_out, mask_out, obs, masks, rng, P, STAT
     # The random policy's stream: a function of the job's seed, apart from the env's.
     pol_rng[w, 0] = mix64(rng[w, 0] ^ _POLICY_SALT)
     pol_rng[w, 1] = 0
-    _game.RESET_ENV(s, p, w, rng)
-    _game.write_obs(s, p, w, obs)
-    MASK_FN(s, p, w, masks)
+    i = np.uint64(w)  # the env index type of the kernels' calls (templates/batch.py)
+    _game.RESET_ENV(s, p, i, rng)
+    _game.write_obs(s, p, i, obs)
+    MASK_FN(s, p, i, masks)
     record_inputs(j, 0, w, obs, masks, obs_out, mask_out)
 
 
@@ -204,15 +205,16 @@ def _step_slots(lo, hi, s, p, run, job_of, step_of, fin, max_steps, env_max_step
         w = run[r]
         j = job_of[w]
         t = step_of[w]
-        PRE_STEP(s, p, w, actions)
+        i = np.uint64(w)
+        PRE_STEP(s, p, i, actions)
         # Observation and mask are written even at the end (one call; a finished slot's next
         # job overwrites them).
-        reward, terminated = _step_inline(s, p, w, actions, events, rng)  # as _step_and_write
-        _write_obs(s, p, w, obs)
+        reward, terminated = _step_inline(s, p, i, actions, events, rng)  # as _step_and_write
+        _write_obs(s, p, i, obs)
         if terminated:
             all_legal(w, masks)
         else:
-            _mask_inline(s, p, w, masks)
+            _mask_inline(s, p, i, masks)
         _finish_slot_KIND(r, w, j, t, reward, terminated, max_steps, env_max_steps, keep_extras, given_lp,
                           given_val, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out,
                           actions, obs, masks, step_of, fin)
@@ -325,7 +327,7 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
                 hi = min(n_slots, lo + RUN_LENGTH)
                 for w in range(lo, hi):
                     if not idle[w]:
-                        PRE_STEP(s, p, w, STEP_ACTIONS)
+                        PRE_STEP(s, p, np.uint64(w), STEP_ACTIONS)
                 _fused_run(s, p, lo, hi, True, 0, STEP_ACTIONS, events, rng, obs, True, masks, elapsed, rewards, term,
                            trunc, needs_reset, idle)
                 for w in range(lo, hi):
@@ -340,7 +342,7 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
             for r in prange(n_run):
                 w = run[r]
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-                PRE_STEP(s, p, w, STEP_ACTIONS)
+                PRE_STEP(s, p, np.uint64(w), STEP_ACTIONS)
                 reward, terminated = _fused_one(s, p, np.uint64(w), STEP_ACTIONS, events, rng, obs, masks)
                 _finish_slot_KIND(r, w, job_of[w], step_of[w], reward, terminated, max_steps, env_max_steps, keep_extras,
                                   given_lp, given_val, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out,
@@ -361,8 +363,9 @@ def advance_MODE(source, n_iters, max_steps, env_max_steps, n_actions, given, gi
                 j = job_of[w]
                 t = step_of[w]
                 s, p = State(STATE_ARGS), Params(PARAM_ROWS)
-                PRE_STEP(s, p, w, actions)
-                reward, terminated = _step_and_write(s, p, w, actions, events, rng, obs, masks)
+                PRE_STEP(s, p, np.uint64(w), actions)
+                reward, terminated = _step_and_write(s, p, np.uint64(w), actions, events, rng, obs,
+                                                     masks)
                 _finish_slot_KIND(r, w, j, t, reward, terminated, max_steps, env_max_steps, keep_extras, given_lp,
                                   given_val, obs_out, act_out, rew_out, done_out, term_out, len_out, mask_out, lp_out, val_out,
                                   actions, obs, masks, step_of, fin)
