@@ -601,7 +601,7 @@ def search_within(threshold, x0, y0, rot0, sc0, hv0, held0, fc0, targets, horizo
             if lr != 2:
                 w = (k & TWIN_KEY) >> 4
                 mark = np.uint16(1 << (TWIN_NIBBLE + ab))
-                skip_shared = (visited[w] & mark) != 0
+                skip_shared = np.int64(visited[w] & mark) != 0  # an int64 test (uint64 against 0 compares in float64)
                 visited[w] |= mark
         held_ab = (held_prev >> 6) & 3
         fc = (fc0 + depth + 1) & 255
